@@ -1,0 +1,40 @@
+/**
+ * The internal iterator interface every layer composes through: blocks, tables, memtables,
+ * levels, and the merging iterator all implement it, so a merge or a bound check is written once.
+ *
+ * Contract:
+ * - Keys are internal keys (user key ‖ 8-byte trailer) in internal-key order. `key()` and
+ *   `value()` return views that stay valid only until the iterator next moves; copy to keep.
+ * - Positioning calls (`first`, `last`, `seekGE`, `seekLT`) may be made at any time; `next` and
+ *   `prev` only while `valid()`. After any call, `valid()` says whether it stands on an entry.
+ * - `seekGE(target, {trySeekUsingNext: true})` is a promise from the caller (Pebble's contract):
+ *   `target` is >= the previous seekGE target and the iterator has not been moved by anything
+ *   but that seek since. The iterator may then step forward with a few `next` calls from where
+ *   it stands instead of searching from scratch. Without the flag, seekGE is a full search.
+ * - Corruption is thrown (CorruptionError), never turned into "not valid".
+ * - `close()` releases pinned resources (blocks, files). Using a closed iterator is a bug.
+ */
+
+export interface SeekOptions {
+  trySeekUsingNext?: boolean;
+}
+
+export interface InternalIterator {
+  valid(): boolean;
+  key(): Buffer;
+  value(): Buffer;
+  first(): void;
+  last(): void;
+  seekGE(target: Buffer, opts?: SeekOptions): void;
+  seekLT(target: Buffer): void;
+  next(): void;
+  prev(): void;
+  close(): void;
+}
+
+/**
+ * How many `next` steps a layer tries under trySeekUsingNext before it falls back to a real
+ * seek. Pebble uses 4 to 5: enough to cover the common "next key is close" case, few enough that
+ * a long skip costs little more than the binary search it replaces.
+ */
+export const TRY_SEEK_USING_NEXT_STEPS = 4;
