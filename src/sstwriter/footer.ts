@@ -7,10 +7,13 @@
  * Legacy (format_version 0, 48 bytes): handles padded to 40 bytes ‖ u64le magic 0xdb4775248b80fb57,
  * checksum implicitly CRC32C.
  *
- * The footer carries no checksum of its own; a reader validates the magic, the version, and that
- * both handles lie inside the file before the footer. A damaged footer is a CorruptionError.
+ * The footer carries no checksum of its own; a reader validates the magic, that both handles lie
+ * inside the file before the footer, and that the padding is zero. RocksDB ignores the padding,
+ * but every writer (RocksDB's and ours) zeroes it, so requiring zeros costs nothing and turns a
+ * flipped padding byte into a detected corruption instead of a silent one. A damaged footer is a
+ * CorruptionError.
  */
-import { BlockHandle, ByteSink, putBlockHandle, readBlockHandle, decoded } from '../util/coding';
+import { BlockHandle, ByteSink, putBlockHandle, readBlockHandle, decoded, varintLength } from '../util/coding';
 import { CorruptionError, assert } from '../util/errors';
 import { ChecksumType } from './checksum';
 import {
@@ -62,11 +65,13 @@ export function decodeFooter(tail: Buffer, fileSize: number, fileName: string): 
     if (checksumType > ChecksumType.XXH3) throw new CorruptionError(fileName, footerOffset, `unknown checksum type ${checksumType} in footer`);
     const formatVersion = tail.readUInt32LE(base + 1 + FOOTER_HANDLES_BYTES);
     const { metaindexHandle, indexHandle } = decodeHandles(tail, base + 1, fileName, footerOffset);
+    requireZeroPadding(tail, decoded.offset, base + 1 + FOOTER_HANDLES_BYTES, fileName, footerOffset);
     f = { checksumType, metaindexHandle, indexHandle, formatVersion, footerBytes: FOOTER_BYTES };
   } else if (magic === LEGACY_BLOCK_BASED_TABLE_MAGIC) {
     const base = tail.length - LEGACY_FOOTER_BYTES;
     const footerOffset = fileSize - LEGACY_FOOTER_BYTES;
     const { metaindexHandle, indexHandle } = decodeHandles(tail, base, fileName, footerOffset);
+    requireZeroPadding(tail, decoded.offset, base + FOOTER_HANDLES_BYTES, fileName, footerOffset);
     f = { checksumType: ChecksumType.CRC32c, metaindexHandle, indexHandle, formatVersion: 0, footerBytes: LEGACY_FOOTER_BYTES };
   } else {
     throw new CorruptionError(fileName, fileSize - 8, `bad table magic number 0x${magic.toString(16)} (not a block-based SST file)`);
@@ -85,8 +90,19 @@ function decodeHandles(buf: Buffer, pos: number, fileName: string, footerOffset:
   try {
     const metaindexHandle = readBlockHandle(buf, pos, limit);
     const indexHandle = readBlockHandle(buf, decoded.offset, limit);
+    // Writers encode varints minimally. A non-minimal encoding (a trailing 0x00 continuation
+    // group) decodes to the same value, so without this check a flipped high bit in a handle
+    // byte could be absorbed by the zero padding and go unnoticed.
+    const minimalBytes = varintLength(metaindexHandle.offset) + varintLength(metaindexHandle.size) + varintLength(indexHandle.offset) + varintLength(indexHandle.size);
+    if (decoded.offset - pos !== minimalBytes) throw new RangeError('block handle varints are not minimally encoded');
     return { metaindexHandle, indexHandle };
   } catch (e) {
     throw new CorruptionError(fileName, footerOffset, `malformed block handle in footer: ${(e as Error).message}`);
+  }
+}
+
+function requireZeroPadding(buf: Buffer, start: number, end: number, fileName: string, footerOffset: number): void {
+  for (let i = start; i < end; i++) {
+    if (buf[i] !== 0) throw new CorruptionError(fileName, footerOffset, 'non-zero byte in the footer padding');
   }
 }

@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+/**
+ * The `ingest` command line: a thin commander shell over the library.
+ *
+ * Contract for scripts (documented in the README):
+ * - exit codes: 0 success, 2 bad input or usage, 3 conflicts found, 1 anything else
+ *   (`exitCodeFor` maps typed errors to these);
+ * - `--json` prints one JSON document (or JSON lines where a command says so) on stdout with stable
+ *   field names; diagnostics go to stderr; progress bars only when stderr is a TTY.
+ *
+ * Each command group lives in its own file under cli/commands and registers itself here.
+ */
+import { Command, CommanderError } from 'commander';
+import { exitCodeFor, IngestError } from '../src/util/errors';
+import { registerSstCommands } from './commands/sst';
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('ingest')
+    .description('Bulk SST ingestion and conflict checking on a RocksDB-compatible LSM engine')
+    .exitOverride()
+    .configureOutput({ outputError: (str, write) => write(str) });
+  registerSstCommands(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version are "errors" to commander; they are successes to a user.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      return 2;
+    }
+    const message = err instanceof IngestError ? `error: ${err.message}` : `error: ${(err as Error).stack ?? String(err)}`;
+    process.stderr.write(`${message}\n`);
+    return exitCodeFor(err);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      process.stderr.write(`fatal: ${String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

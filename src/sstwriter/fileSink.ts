@@ -1,0 +1,96 @@
+/**
+ * Table output sinks. A table builder only appends bytes; where they go is the sink's business.
+ *
+ * `FileSink` gathers appended bytes in a memory buffer and writes them to its file descriptor in
+ * chunks of at least FLUSH_THRESHOLD_BYTES with fs.writeSync: a 4 KiB block per syscall would
+ * cost more in syscalls than in copying. An append at least as large as the threshold is written
+ * straight through after flushing what is buffered, so the buffer never grows past
+ * 2 × FLUSH_THRESHOLD_BYTES.
+ *
+ * Contract: `flush()` writes everything buffered; `sync()` flushes and then fsyncs. The sink does
+ * not own the descriptor (the caller opens and closes it). Write failures surface as
+ * IngestError('IO') naming the file.
+ */
+import * as fs from 'fs';
+import { ByteSink } from '../util/coding';
+import { IngestError } from '../util/errors';
+
+export interface TableSink {
+  append(data: Uint8Array): void;
+}
+
+/** Buffered bytes that trigger a write to the file. */
+export const FLUSH_THRESHOLD_BYTES = 1 << 20;
+/** The buffer holds less than the threshold plus one append smaller than the threshold. */
+const BUFFER_LIMIT_BYTES = 2 * FLUSH_THRESHOLD_BYTES;
+
+export class FileSink implements TableSink {
+  private readonly buffer = new ByteSink(FLUSH_THRESHOLD_BYTES + 64 * 1024, BUFFER_LIMIT_BYTES);
+  /** Bytes handed to the OS so far (the file offset of the first buffered byte). */
+  private writtenBytes = 0;
+
+  constructor(
+    private readonly fd: number,
+    private readonly fileName: string,
+  ) {}
+
+  append(data: Uint8Array): void {
+    if (data.length >= FLUSH_THRESHOLD_BYTES) {
+      this.flush();
+      this.writeFully(data);
+      return;
+    }
+    this.buffer.putBytes(data);
+    if (this.buffer.length >= FLUSH_THRESHOLD_BYTES) this.flush();
+  }
+
+  /** Total bytes appended (written or buffered). */
+  sizeBytes(): number {
+    return this.writtenBytes + this.buffer.length;
+  }
+
+  flush(): void {
+    if (this.buffer.length === 0) return;
+    this.writeFully(this.buffer.view());
+    this.buffer.clear();
+  }
+
+  sync(): void {
+    this.flush();
+    try {
+      fs.fsyncSync(this.fd);
+    } catch (e) {
+      throw new IngestError('IO', `fsync of ${this.fileName} failed: ${(e as Error).message}`, { cause: e });
+    }
+  }
+
+  private writeFully(data: Uint8Array): void {
+    let done = 0;
+    try {
+      while (done < data.length) {
+        done += fs.writeSync(this.fd, data, done, data.length - done, this.writtenBytes + done);
+      }
+    } catch (e) {
+      throw new IngestError('IO', `write of ${data.length} bytes at offset ${this.writtenBytes} to ${this.fileName} failed: ${(e as Error).message}`, { cause: e });
+    }
+    this.writtenBytes += data.length;
+  }
+}
+
+/** A sink that keeps everything in memory (tests, small tables). */
+export class MemorySink implements TableSink {
+  private readonly buffer: ByteSink;
+
+  constructor(limitBytes = 0x7fffffff) {
+    this.buffer = new ByteSink(64 * 1024, limitBytes);
+  }
+
+  append(data: Uint8Array): void {
+    this.buffer.putBytes(data);
+  }
+
+  /** The bytes appended so far (a copy). */
+  contents(): Buffer {
+    return Buffer.from(this.buffer.view());
+  }
+}

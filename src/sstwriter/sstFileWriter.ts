@@ -1,0 +1,189 @@
+/**
+ * SstFileWriter: the public API for writing an external SST file that RocksDB 7.8 (or our engine)
+ * can ingest, with the semantics of RocksDB's SstFileWriter.
+ *
+ * Contract:
+ * - Point keys (put / delete / merge) must come in strictly ascending user-key order (bytewise);
+ *   a key that is not greater than the previous one throws IngestError('KEY_ORDER') naming both
+ *   keys and leaves the writer usable (the key is not added).
+ * - Every point entry gets sequence number 0; on ingestion the database assigns the file a
+ *   global sequence number (stored in the rocksdb.external_sst_file.global_seqno property).
+ * - deleteRange(start, end) removes [start, end); it may be called at any point, independent of
+ *   the point-key order, and requires start < end (else INVALID_ARGUMENT). Tombstones are stored
+ *   in call order. As in RocksDB, they do not hide point keys of the same file (same seqno).
+ * - The file is written to `${path}.<random>.tmp`; `finish()` fsyncs it, renames it to `path`
+ *   (replacing any existing file) and fsyncs the directory, so `path` is either absent or
+ *   complete. A file with no entries and no tombstones is refused (INVALID_ARGUMENT) and nothing
+ *   is left behind. `abort()` removes the temporary file; call it after any error.
+ */
+import * as fs from 'fs';
+import * as nodePath from 'path';
+import { randomBytes } from 'crypto';
+import { IngestError } from '../util/errors';
+import { ValueType, formatKey, writeTrailer, TRAILER_BYTES } from './internalKey';
+import { TableProperties } from './properties';
+import { TableBuilderOptions } from './tableBuilder';
+import { TableFileWriter } from './tableFileWriter';
+import { compareByteRanges, copyBytes } from './byteRanges';
+
+/** SstFileWriter options: table options; the external-file properties are always written. */
+export type SstFileWriterOptions = Omit<TableBuilderOptions, 'externalFile'>;
+
+export interface SstFileMetadata {
+  path: string;
+  fileSizeBytes: number;
+  /**
+   * Internal keys bounding the file, including range tombstones: smallest = min(first point key,
+   * each tombstone start as (start, seq, RangeDeletion)); largest = max(last point key, each
+   * tombstone end as (end, MAX_SEQUENCE_NUMBER, RangeDeletion)).
+   */
+  smallestKey: Buffer;
+  largestKey: Buffer;
+  smallestSeq: number;
+  largestSeq: number;
+  /** Point entries plus range tombstones. */
+  numEntries: number;
+  numPointEntries: number;
+  /** As rocksdb.deleted.keys: point deletions plus range tombstones. */
+  numDeletions: number;
+  numRangeDeletions: number;
+  numDataBlocks: number;
+  properties: TableProperties;
+}
+
+/** Sequence number SstFileWriter gives every key. */
+const EXTERNAL_FILE_SEQUENCE = 0;
+const EMPTY_VALUE = new Uint8Array(0);
+
+export class SstFileWriter {
+  readonly path: string;
+  readonly tempPath: string;
+  private readonly table: TableFileWriter;
+  /** Scratch buffer holding the internal key being added (reused, grown on demand). */
+  private keyScratch = Buffer.allocUnsafe(256);
+  /** A view of keyScratch reused while key lengths repeat, so fixed-size keys allocate nothing. */
+  private keyView = this.keyScratch.subarray(0, 0);
+  /** Length of the previous point user key, which keyScratch still holds; -1 before the first. */
+  private previousKeyLength = -1;
+  private done = false;
+  /** The error that broke this writer, if any; only abort() is allowed after one. */
+  private failure: unknown = null;
+
+  constructor(path: string, options: Partial<SstFileWriterOptions> = {}) {
+    this.path = path;
+    this.tempPath = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+    this.table = new TableFileWriter(this.tempPath, { ...options, externalFile: true });
+  }
+
+  put(userKey: Uint8Array, value: Uint8Array): void {
+    this.addPoint(userKey, ValueType.Value, value);
+  }
+
+  delete(userKey: Uint8Array): void {
+    this.addPoint(userKey, ValueType.Deletion, EMPTY_VALUE);
+  }
+
+  merge(userKey: Uint8Array, value: Uint8Array): void {
+    this.addPoint(userKey, ValueType.Merge, value);
+  }
+
+  deleteRange(startUserKey: Uint8Array, endUserKey: Uint8Array): void {
+    this.checkOpen();
+    if (Buffer.compare(startUserKey, endUserKey) >= 0) {
+      throw new IngestError('INVALID_ARGUMENT', `deleteRange start ${formatKey(startUserKey)} must be below its end ${formatKey(endUserKey)}`);
+    }
+    this.table.addRangeTombstone(startUserKey, endUserKey, EXTERNAL_FILE_SEQUENCE);
+  }
+
+  /** Writes the rest of the file, makes it durable under `path`, and returns its metadata. */
+  finish(): SstFileMetadata {
+    this.checkOpen();
+    this.done = true;
+    if (this.table.numEntries() === 0) {
+      this.table.abort();
+      throw new IngestError('INVALID_ARGUMENT', `cannot create SST file ${this.path} with no entries (no keys and no range tombstones were added)`);
+    }
+    let meta;
+    try {
+      meta = this.table.finish();
+    } catch (e) {
+      this.table.abort();
+      throw e;
+    }
+    try {
+      fs.renameSync(this.tempPath, this.path);
+    } catch (e) {
+      fs.rmSync(this.tempPath, { force: true });
+      throw new IngestError('IO', `cannot move ${this.tempPath} to ${this.path}: ${(e as Error).message}`, { cause: e });
+    }
+    syncDirectory(nodePath.dirname(this.path));
+    return {
+      path: this.path,
+      fileSizeBytes: meta.fileSizeBytes,
+      smallestKey: meta.smallestKey,
+      largestKey: meta.largestKey,
+      smallestSeq: meta.smallestSeq,
+      largestSeq: meta.largestSeq,
+      numEntries: meta.numEntries,
+      numPointEntries: meta.numPointEntries,
+      numDeletions: meta.numDeletions,
+      numRangeDeletions: meta.numRangeDeletions,
+      numDataBlocks: meta.numDataBlocks,
+      properties: meta.properties,
+    };
+  }
+
+  /** Closes and removes the temporary file. Idempotent; does nothing after a successful finish. */
+  abort(): void {
+    this.done = true;
+    this.table.abort();
+  }
+
+  private addPoint(userKey: Uint8Array, type: ValueType, value: Uint8Array): void {
+    this.checkOpen();
+    const n = userKey.length;
+    if (this.previousKeyLength >= 0 && compareByteRanges(this.keyScratch, this.previousKeyLength, userKey, n) >= 0) {
+      throw new IngestError(
+        'KEY_ORDER',
+        `keys must be added in strictly ascending order: ${formatKey(userKey)} after ${formatKey(this.keyScratch.subarray(0, this.previousKeyLength))} in ${this.path}`,
+      );
+    }
+    const ikeyBytes = n + TRAILER_BYTES;
+    if (ikeyBytes > this.keyScratch.length) {
+      this.keyScratch = Buffer.allocUnsafe(Math.max(ikeyBytes, 2 * this.keyScratch.length));
+      this.keyView = this.keyScratch.subarray(0, ikeyBytes);
+    } else if (this.keyView.length !== ikeyBytes) {
+      this.keyView = this.keyScratch.subarray(0, ikeyBytes);
+    }
+    copyBytes(userKey, 0, n, this.keyScratch, 0);
+    writeTrailer(this.keyScratch, n, EXTERNAL_FILE_SEQUENCE, type);
+    try {
+      this.table.add(this.keyView, value, userKey);
+    } catch (e) {
+      // keyScratch no longer holds the previous key and the table may be half-written.
+      this.failure = e;
+      throw e;
+    }
+    this.previousKeyLength = n;
+  }
+
+  private checkOpen(): void {
+    if (this.done) throw new IngestError('INVALID_ARGUMENT', `SstFileWriter for ${this.path} is already finished or aborted`);
+    if (this.failure !== null) {
+      throw new IngestError('INVALID_ARGUMENT', `SstFileWriter for ${this.path} failed earlier (${(this.failure as Error).message}); call abort()`, { cause: this.failure });
+    }
+  }
+}
+
+/** fsync a directory so a rename inside it survives a crash. */
+export function syncDirectory(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, 'r');
+    fs.fsyncSync(fd);
+  } catch (e) {
+    throw new IngestError('IO', `cannot sync directory ${dir}: ${(e as Error).message}`, { cause: e });
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,451 @@
+/**
+ * Table builder: turns a stream of internal-key entries and range tombstones into a RocksDB 7.8
+ * BlockBasedTable, appended to a `TableSink`.
+ *
+ * File layout written (each block followed by its 5-byte trailer: u8 compression type ‖ u32le
+ * checksum over the stored bytes plus the type byte):
+ *   data block 0 … data block N-1     (LZ4-compressed when it saves more than 1/8)
+ *   full filter                        (if a filter is configured and a point key was added)
+ *   index block                        (compressed under the same rule as data blocks)
+ *   range_del block                    (if any tombstone was added; never compressed)
+ *   properties block                   (never compressed)
+ *   metaindex block                    (never compressed)
+ *   footer (53 bytes)
+ * With compression off, the output is byte-identical to RocksDB's SstFileWriter given the same
+ * entries, options and session id. With LZ4 it is a valid RocksDB file, but lz4-napi's encoder
+ * may choose different matches than liblz4, so bytes (and the 1/8 decision) can differ.
+ *
+ * Data blocks are cut with RocksDB's FlushBlockBySizePolicy: before adding (k, v) to a non-empty
+ * block, the block is finished if its size is already >= block size, or if adding would exceed
+ * the block size while the block is already past the deviation limit
+ * (ceil(block size × (100 − deviation) / 100)).
+ *
+ * Contract:
+ * - `add` takes internal keys in strictly increasing internal-key order (violations throw
+ *   IngestError KEY_ORDER); keys and values are copied, so callers may reuse their buffers.
+ * - `addRangeTombstone` may be interleaved with `add` in any order; tombstones are stored in the
+ *   order added, and must have start < end.
+ * - `finish` writes the meta blocks and footer and returns the table's metadata; a table with no
+ *   entries and no tombstones is refused (INVALID_ARGUMENT) before anything is written. After
+ *   `finish` or any thrown error the builder must not be used again.
+ */
+import { randomInt } from 'crypto';
+import { BlockHandle } from '../util/coding';
+import { IngestError, assert } from '../util/errors';
+import { BlockBuilder, MAX_BLOCK_BYTES } from './blockBuilder';
+import { compareByteRanges } from './byteRanges';
+import { BLOCK_TRAILER_BYTES, ChecksumType, computeBlockChecksum } from './checksum';
+import { CompressionType, compressionName, lz4CompressForBlock } from './compression';
+import { BLOOM_FILTER_POLICY_NAME, FilterBuilder, createFilterBuilder } from './filterBuilder';
+import { encodeFooter } from './footer';
+import { DEFAULT_FORMAT_VERSION, MAX_SUPPORTED_FORMAT_VERSION, META_FULL_FILTER, META_PROPERTIES, META_RANGE_DEL, MIN_SUPPORTED_FORMAT_VERSION } from './format';
+import { IndexBuilder } from './indexBuilder';
+import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, compareInternalKeys, formatKey, makeInternalKey, sequenceOf } from './internalKey';
+import { MetaindexBuilder } from './metaindex';
+import { DEFAULT_COMPRESSION_OPTIONS, TableProperties, UNKNOWN_COLUMN_FAMILY_ID, buildPropertiesBlock, emptyTableProperties, encodePropertyMap } from './properties';
+import { RangeDelBlockBuilder } from './rangeDelBlock';
+import type { TableSink } from './fileSink';
+
+export type { TableSink } from './fileSink';
+
+export const BYTEWISE_COMPARATOR_NAME = 'leveldb.BytewiseComparator';
+/** SstFileWriter's rocksdb.external_sst_file.version. */
+export const EXTERNAL_SST_FILE_VERSION = 2;
+/** Length of a RocksDB session id: 20 characters from [0-9A-Z]. */
+export const DB_SESSION_ID_CHARS = 20;
+const SESSION_ID_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+/** kTypeDeletionWithTimestamp: counts as a deletion in rocksdb.deleted.keys. */
+const VALUE_TYPE_DELETION_WITH_TIMESTAMP = 0x14;
+
+export interface TableBuilderOptions {
+  /** Footer format_version, 2..5 (RocksDB 7.8 default 5). */
+  formatVersion: number;
+  checksumType: ChecksumType;
+  /** None or LZ4. */
+  compression: CompressionType;
+  /** Target uncompressed data block size. */
+  blockSizeBytes: number;
+  /** A block may be cut this many percent short of the target to avoid overshooting it. */
+  blockSizeDeviationPercent: number;
+  /** Data-block entries per restart point. */
+  blockRestartInterval: number;
+  /** Index-block entries per restart point. */
+  indexBlockRestartInterval: number;
+  /** Bloom filter bits per key; 0 = no filter. */
+  bloomBitsPerKey: number;
+  /** rocksdb.creating.db.identity. */
+  dbId: string;
+  /** rocksdb.creating.session.identity; '' = generate a random one. */
+  dbSessionId: string;
+  /** rocksdb.creating.host.identity; '' = not written. */
+  dbHostId: string;
+  columnFamilyId: number;
+  /** '' = not written. */
+  columnFamilyName: string;
+  mergeOperatorName: string;
+  /** rocksdb.creation.time, seconds since the epoch (oldest ancestor time). */
+  creationTime: number;
+  /** rocksdb.oldest.key.time, seconds since the epoch. */
+  oldestKeyTime: number;
+  /** rocksdb.file.creation.time, seconds since the epoch; 0 = not written. */
+  fileCreationTime: number;
+  originalFileNumber: number;
+  /** Write rocksdb.external_sst_file.version = 2 and global_seqno = 0 (SstFileWriter files). */
+  externalFile: boolean;
+}
+
+export const DEFAULT_TABLE_BUILDER_OPTIONS: Readonly<TableBuilderOptions> = Object.freeze({
+  formatVersion: DEFAULT_FORMAT_VERSION,
+  checksumType: ChecksumType.XXH3,
+  compression: CompressionType.LZ4,
+  blockSizeBytes: 4096,
+  blockSizeDeviationPercent: 10,
+  blockRestartInterval: 16,
+  indexBlockRestartInterval: 1,
+  bloomBitsPerKey: 10,
+  dbId: 'SST Writer',
+  dbSessionId: '',
+  dbHostId: '',
+  columnFamilyId: UNKNOWN_COLUMN_FAMILY_ID,
+  columnFamilyName: '',
+  mergeOperatorName: 'nullptr',
+  creationTime: 0,
+  oldestKeyTime: 0,
+  fileCreationTime: 0,
+  originalFileNumber: 1,
+  externalFile: false,
+});
+
+/** A random RocksDB-style session id: 20 characters from [0-9A-Z]. */
+export function generateDbSessionId(): string {
+  let id = '';
+  for (let i = 0; i < DB_SESSION_ID_CHARS; i++) id += SESSION_ID_ALPHABET[randomInt(SESSION_ID_ALPHABET.length)];
+  return id;
+}
+
+function invalid(message: string): IngestError {
+  return new IngestError('INVALID_ARGUMENT', message);
+}
+
+function checkInteger(name: string, v: number, min: number, max: number): void {
+  if (!Number.isInteger(v) || v < min || v > max) throw invalid(`${name} must be an integer in [${min}, ${max}], got ${v}`);
+}
+
+/** Fills in defaults and validates; throws IngestError INVALID_ARGUMENT / NOT_SUPPORTED. */
+export function resolveTableBuilderOptions(partial: Partial<TableBuilderOptions> = {}): TableBuilderOptions {
+  const o: TableBuilderOptions = { ...DEFAULT_TABLE_BUILDER_OPTIONS };
+  for (const [k, v] of Object.entries(partial) as Array<[keyof TableBuilderOptions, unknown]>) {
+    if (v !== undefined) (o as unknown as Record<string, unknown>)[k] = v;
+  }
+  if (!Number.isInteger(o.formatVersion) || o.formatVersion < MIN_SUPPORTED_FORMAT_VERSION || o.formatVersion > MAX_SUPPORTED_FORMAT_VERSION) {
+    throw new IngestError('NOT_SUPPORTED', `format_version ${o.formatVersion} is not supported (the writer supports ${MIN_SUPPORTED_FORMAT_VERSION} to ${MAX_SUPPORTED_FORMAT_VERSION})`);
+  }
+  checkInteger('checksumType', o.checksumType, ChecksumType.None, ChecksumType.XXH3);
+  if (o.compression !== CompressionType.None && o.compression !== CompressionType.LZ4) {
+    throw new IngestError('NOT_SUPPORTED', `compression ${compressionName(o.compression)} is not supported (use NoCompression or LZ4)`);
+  }
+  checkInteger('blockSizeBytes', o.blockSizeBytes, 1, MAX_BLOCK_BYTES);
+  checkInteger('blockSizeDeviationPercent', o.blockSizeDeviationPercent, 0, 100);
+  checkInteger('blockRestartInterval', o.blockRestartInterval, 1, 0x7fffffff);
+  checkInteger('indexBlockRestartInterval', o.indexBlockRestartInterval, 1, 0x7fffffff);
+  if (!Number.isFinite(o.bloomBitsPerKey) || o.bloomBitsPerKey < 0 || o.bloomBitsPerKey > 100) {
+    throw invalid(`bloomBitsPerKey must be 0 (no filter) or at most 100, got ${o.bloomBitsPerKey}`);
+  }
+  checkInteger('columnFamilyId', o.columnFamilyId, 0, 0xffffffff);
+  for (const name of ['creationTime', 'oldestKeyTime', 'fileCreationTime', 'originalFileNumber'] as const) {
+    checkInteger(name, o[name], 0, Number.MAX_SAFE_INTEGER);
+  }
+  if (o.dbSessionId === '') o.dbSessionId = generateDbSessionId();
+  return o;
+}
+
+/** What a finished table contains; keys are internal keys (copies). */
+export interface TableBuildResult {
+  fileSizeBytes: number;
+  /** Smallest internal key, counting each tombstone start as (start, seq, RangeDeletion). */
+  smallestKey: Buffer;
+  /** Largest internal key, counting each tombstone end as (end, MAX_SEQUENCE_NUMBER, RangeDeletion). */
+  largestKey: Buffer;
+  smallestSeq: number;
+  largestSeq: number;
+  /** Point entries plus range tombstones. */
+  numEntries: number;
+  numPointEntries: number;
+  /** As rocksdb.deleted.keys: point deletions plus range tombstones. */
+  numDeletions: number;
+  numRangeDeletions: number;
+  numDataBlocks: number;
+  /** File offset of the 8-byte global-seqno property value, or -1 if not written. */
+  globalSeqnoFileOffset: number;
+  properties: TableProperties;
+}
+
+export class TableBuilder {
+  private readonly options: TableBuilderOptions;
+  private readonly dataBlock: BlockBuilder;
+  private readonly index: IndexBuilder;
+  private readonly filter: FilterBuilder | null;
+  private readonly rangeDel = new RangeDelBlockBuilder();
+  private readonly props: TableProperties = emptyTableProperties();
+  /** Smallest block size that may be cut early (RocksDB's block_size_deviation_limit). */
+  private readonly deviationLimitBytes: number;
+  private readonly trailer = Buffer.alloc(BLOCK_TRAILER_BYTES);
+
+  /** File offset of the next block. */
+  private offset = 0;
+  private firstKey: Buffer | null = null;
+  private numPointEntries = 0;
+  private smallestTombstoneKey: Buffer | null = null;
+  private largestTombstoneKey: Buffer | null = null;
+  private smallestSeq = Number.MAX_SAFE_INTEGER;
+  private largestSeq = 0;
+  private closed = false;
+
+  constructor(
+    private readonly sink: TableSink,
+    options: Partial<TableBuilderOptions> = {},
+  ) {
+    this.options = resolveTableBuilderOptions(options);
+    const o = this.options;
+    this.dataBlock = new BlockBuilder({ restartInterval: o.blockRestartInterval, initialCapacityBytes: Math.min(o.blockSizeBytes * 2, 1 << 20) });
+    this.index = new IndexBuilder({ formatVersion: o.formatVersion, restartInterval: o.indexBlockRestartInterval });
+    this.filter = o.bloomBitsPerKey > 0 ? createFilterBuilder(o.formatVersion, o.bloomBitsPerKey) : null;
+    this.deviationLimitBytes = Math.floor((o.blockSizeBytes * (100 - o.blockSizeDeviationPercent) + 99) / 100);
+  }
+
+  /**
+   * Adds a point entry. `internalKey` = user key ‖ u64le(seq << 8 | type). A caller that already
+   * holds the user key as its own array may pass it as `userKey` (it must equal the internal key
+   * minus its trailer) to spare a view per key on the filter path.
+   */
+  add(internalKey: Uint8Array, value: Uint8Array, userKey?: Uint8Array): void {
+    assert(!this.closed, 'TableBuilder used after finish() or abandon()');
+    const keyBytes = internalKey.length;
+    if (keyBytes < TRAILER_BYTES) throw new IngestError('INVALID_ARGUMENT', `internal key of ${keyBytes} bytes is shorter than its 8-byte trailer`);
+    // The open data block is never empty once a point key was added (a cut is immediately
+    // followed by the add that caused it), so its last key is the previous point key.
+    const block = this.dataBlock;
+    if (this.numPointEntries > 0 && compareInternalKeyRanges(block.lastKey(), internalKey) >= 0) {
+      throw new IngestError('KEY_ORDER', `internal key ${describeInternalKey(internalKey)} is not greater than the previous key ${describeInternalKey(block.lastKey())}`);
+    }
+    const type = internalKey[keyBytes - TRAILER_BYTES];
+    assert(type !== ValueType.RangeDeletion, 'range tombstones go through addRangeTombstone()');
+
+    if (!block.empty() && this.blockIsFull(keyBytes, value.length)) this.flushDataBlock(internalKey);
+    if (this.filter !== null) this.filter.addKey(userKey ?? internalKey.subarray(0, keyBytes - TRAILER_BYTES));
+    block.add(internalKey, value);
+
+    if (this.firstKey === null) this.firstKey = Buffer.from(internalKey);
+
+    const seq = sequenceOf(internalKey);
+    if (seq < this.smallestSeq) this.smallestSeq = seq;
+    if (seq > this.largestSeq) this.largestSeq = seq;
+
+    const p = this.props;
+    this.numPointEntries++;
+    p.numEntries++;
+    p.rawKeySize += keyBytes;
+    p.rawValueSize += value.length;
+    if (type === ValueType.Deletion || type === ValueType.SingleDeletion || type === VALUE_TYPE_DELETION_WITH_TIMESTAMP) {
+      p.numDeletions++;
+    } else if (type === ValueType.Merge) {
+      p.numMergeOperands++;
+    }
+  }
+
+  /** Adds range tombstone [startUserKey, endUserKey) at sequence `seq` (start < end). */
+  addRangeTombstone(startUserKey: Uint8Array, endUserKey: Uint8Array, seq: number): void {
+    assert(!this.closed, 'TableBuilder used after finish() or abandon()');
+    assert(Buffer.compare(startUserKey, endUserKey) < 0, 'range tombstone start must be below its end');
+    const keyBytes = this.rangeDel.add(startUserKey, endUserKey, seq);
+    const start = makeInternalKey(startUserKey, seq, ValueType.RangeDeletion);
+    if (this.smallestTombstoneKey === null || compareInternalKeys(start, this.smallestTombstoneKey) < 0) this.smallestTombstoneKey = start;
+    const end = makeInternalKey(endUserKey, MAX_SEQUENCE_NUMBER, ValueType.RangeDeletion);
+    if (this.largestTombstoneKey === null || compareInternalKeys(end, this.largestTombstoneKey) > 0) this.largestTombstoneKey = end;
+    if (seq < this.smallestSeq) this.smallestSeq = seq;
+    if (seq > this.largestSeq) this.largestSeq = seq;
+
+    const p = this.props;
+    p.numEntries++;
+    p.numRangeDeletions++;
+    p.numDeletions++;
+    p.rawKeySize += keyBytes;
+    p.rawValueSize += endUserKey.length;
+  }
+
+  /** Point entries plus tombstones added so far. */
+  numEntries(): number {
+    return this.props.numEntries;
+  }
+
+  /** Bytes written so far plus the open data block: what the file would hold without meta blocks. */
+  fileSizeEstimate(): number {
+    return this.offset + (this.dataBlock.empty() ? 0 : this.dataBlock.currentSizeEstimate() + BLOCK_TRAILER_BYTES);
+  }
+
+  /** Writes the remaining blocks and the footer. */
+  finish(): TableBuildResult {
+    assert(!this.closed, 'TableBuilder used after finish() or abandon()');
+    if (this.props.numEntries === 0) {
+      throw new IngestError('INVALID_ARGUMENT', 'cannot create an SST file with no entries (no keys and no range tombstones were added)');
+    }
+    this.closed = true;
+    const o = this.options;
+    const p = this.props;
+    const meta = new MetaindexBuilder();
+
+    const lastPointKey = this.dataBlock.empty() ? null : Buffer.from(this.dataBlock.lastKey());
+    if (!this.dataBlock.empty()) this.flushDataBlock(null);
+    p.dataSize = this.offset;
+
+    if (this.filter !== null) {
+      p.numFilterEntries = this.filter.numEntries();
+      const filterContents = this.numPointEntries > 0 ? this.filter.finish() : null;
+      if (filterContents !== null) {
+        meta.add(META_FULL_FILTER, this.writeBlock(filterContents, false));
+        p.filterSize = filterContents.length;
+      }
+    }
+
+    const index = this.index.finish();
+    const indexHandle = this.writeBlock(index.contents, true);
+    p.indexSize = index.contents.length + BLOCK_TRAILER_BYTES;
+    p.indexKeyIsUserKey = index.keyIsUserKey;
+    p.indexValueIsDeltaEncoded = index.valueIsDeltaEncoded;
+
+    if (!this.rangeDel.empty()) meta.add(META_RANGE_DEL, this.writeBlock(this.rangeDel.finish(), false));
+
+    this.fillIdentityProperties();
+    p.raw = encodePropertyMap(p);
+    const propsBlock = buildPropertiesBlock(p.raw);
+    const propsHandle = this.writeBlock(propsBlock.contents, false);
+    meta.add(META_PROPERTIES, propsHandle);
+
+    const metaindexHandle = this.writeBlock(meta.finish(), false);
+    const footer = encodeFooter({ checksumType: o.checksumType, metaindexHandle, indexHandle, formatVersion: o.formatVersion });
+    this.sink.append(footer);
+    this.offset += footer.length;
+
+    let smallestKey = this.firstKey;
+    if (this.smallestTombstoneKey !== null && (smallestKey === null || compareInternalKeys(this.smallestTombstoneKey, smallestKey) < 0)) {
+      smallestKey = this.smallestTombstoneKey;
+    }
+    let largestKey: Buffer | null = lastPointKey;
+    if (this.largestTombstoneKey !== null && (largestKey === null || compareInternalKeys(this.largestTombstoneKey, largestKey) > 0)) {
+      largestKey = this.largestTombstoneKey;
+    }
+    assert(smallestKey !== null && largestKey !== null, 'a non-empty table has bounds');
+
+    return {
+      fileSizeBytes: this.offset,
+      smallestKey,
+      largestKey,
+      smallestSeq: this.smallestSeq,
+      largestSeq: this.largestSeq,
+      numEntries: p.numEntries,
+      numPointEntries: this.numPointEntries,
+      numDeletions: p.numDeletions,
+      numRangeDeletions: p.numRangeDeletions,
+      numDataBlocks: p.numDataBlocks,
+      globalSeqnoFileOffset: propsBlock.globalSeqnoValueOffset < 0 ? -1 : propsHandle.offset + propsBlock.globalSeqnoValueOffset,
+      properties: p,
+    };
+  }
+
+  /** Marks the builder unusable without writing anything more (the caller discards the output). */
+  abandon(): void {
+    this.closed = true;
+  }
+
+  private blockIsFull(keyBytes: number, valueBytes: number): boolean {
+    const block = this.dataBlock;
+    const blockSize = this.options.blockSizeBytes;
+    const current = block.currentSizeEstimate();
+    if (current >= blockSize) return true;
+    if (this.deviationLimitBytes === 0) return false;
+    return block.estimatedSizeAfterLengths(keyBytes, valueBytes) > blockSize && current > this.deviationLimitBytes;
+  }
+
+  /**
+   * Writes the open data block and indexes it by a separator between its last key and
+   * `nextKey` (the key about to start the next block), or by its last key if it is the last block.
+   */
+  private flushDataBlock(nextKey: Uint8Array | null): void {
+    const block = this.dataBlock;
+    const handle = this.writeBlock(block.finish(), true);
+    this.index.addIndexEntry(block.lastKey(), nextKey, handle);
+    block.reset();
+    this.props.numDataBlocks++;
+  }
+
+  /** Appends `contents` (maybe LZ4-compressed) and its trailer; returns the block's handle. */
+  private writeBlock(contents: Buffer, compressible: boolean): BlockHandle {
+    const o = this.options;
+    let stored = contents;
+    let type: number = CompressionType.None;
+    if (compressible && o.compression === CompressionType.LZ4) {
+      const compressed = lz4CompressForBlock(contents, o.formatVersion);
+      if (compressed !== null) {
+        stored = compressed;
+        type = CompressionType.LZ4;
+      }
+    }
+    const handle = { offset: this.offset, size: stored.length };
+    this.sink.append(stored);
+    this.trailer[0] = type;
+    this.trailer.writeUInt32LE(computeBlockChecksum(o.checksumType, stored, 0, stored.length, type), 1);
+    this.sink.append(this.trailer);
+    this.offset += stored.length + BLOCK_TRAILER_BYTES;
+    return handle;
+  }
+
+  private fillIdentityProperties(): void {
+    const o = this.options;
+    const p = this.props;
+    p.comparatorName = BYTEWISE_COMPARATOR_NAME;
+    p.mergeOperatorName = o.mergeOperatorName;
+    p.prefixExtractorName = 'nullptr';
+    p.propertyCollectorsNames = '[]';
+    p.compressionName = compressionName(o.compression);
+    p.compressionOptions = DEFAULT_COMPRESSION_OPTIONS;
+    p.filterPolicyName = this.filter !== null ? BLOOM_FILTER_POLICY_NAME : '';
+    p.columnFamilyId = o.columnFamilyId;
+    p.columnFamilyName = o.columnFamilyName;
+    p.creationTime = o.creationTime;
+    p.oldestKeyTime = o.oldestKeyTime;
+    p.fileCreationTime = o.fileCreationTime;
+    p.dbId = o.dbId;
+    p.dbSessionId = o.dbSessionId;
+    p.dbHostId = o.dbHostId;
+    p.originalFileNumber = o.originalFileNumber;
+    p.formatVersion = 0;
+    p.indexType = 0;
+    p.wholeKeyFiltering = true;
+    p.prefixFiltering = false;
+    if (o.externalFile) {
+      p.externalSstFileVersion = EXTERNAL_SST_FILE_VERSION;
+      p.globalSeqno = 0;
+    }
+  }
+}
+
+/** compareInternalKeys(a, b) without creating views: user keys bytewise, then trailers descending. */
+function compareInternalKeyRanges(a: Uint8Array, b: Uint8Array): number {
+  const aUser = a.length - TRAILER_BYTES;
+  const bUser = b.length - TRAILER_BYTES;
+  const c = compareByteRanges(a, aUser, b, bUser);
+  if (c !== 0) return c;
+  // Same user key: the larger (sequence, type) trailer sorts first. Compare the u64le trailers
+  // from their most significant byte.
+  for (let i = TRAILER_BYTES - 1; i >= 0; i--) {
+    const x = a[aUser + i];
+    const y = b[bUser + i];
+    if (x !== y) return x > y ? -1 : 1;
+  }
+  return 0;
+}
+
+function describeInternalKey(ikey: Uint8Array): string {
+  const user = ikey.subarray(0, ikey.length - TRAILER_BYTES);
+  return `${formatKey(user)} (seq ${sequenceOf(ikey)}, type ${ikey[ikey.length - TRAILER_BYTES]})`;
+}
