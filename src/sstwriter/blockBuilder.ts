@@ -83,32 +83,52 @@ export class BlockBuilder {
    * of `value` whenever the key shares a prefix with the previous key.
    */
   add(key: Uint8Array, value: Uint8Array, deltaValue: Uint8Array = value): void {
-    assert(!this.finished, 'add() after finish() without reset()');
+    // Computed at restart points too: the key copy kept for the next entry reuses the prefix.
+    this.addWithKnownPrefix(key, value, commonPrefixLength(this.lastKeyBuf, this.lastKeyLength, key), deltaValue);
+  }
+
+  /**
+   * add() for a caller that has already computed `prefix`, the length of the common prefix of
+   * `key` and lastKey() (0 when the block is empty), e.g. for its own key-order check; it saves
+   * a second pass over the key. A wrong prefix corrupts the block, so it is bounds-checked.
+   */
+  addWithKnownPrefix(key: Uint8Array, value: Uint8Array, prefix: number, deltaValue: Uint8Array = value): void {
+    if (this.finished) assert(false, 'add() after finish() without reset()');
+    if (!(prefix >= 0 && prefix <= key.length && prefix <= this.lastKeyLength)) assert(false, 'shared prefix out of range');
     if (this.keyOrder !== undefined && this.entryCount > 0) {
-      assert(this.keyOrder(this.lastKeyBuf.subarray(0, this.lastKeyLength), key) < 0, 'block keys must be added in strictly increasing order');
+      assert(this.keyOrder(this.lastKeyView, key) < 0, 'block keys must be added in strictly increasing order');
     }
-    let shared = 0;
+    let shared = prefix;
     if (this.counter >= this.restartInterval) {
       this.restarts.push(this.entries.length);
       this.counter = 0;
-    } else {
-      shared = commonPrefixLength(this.lastKeyBuf, this.lastKeyLength, key);
+      shared = 0;
     }
-    const nonShared = key.length - shared;
+    const keyBytes = key.length;
+    const nonShared = keyBytes - shared;
     const storedValue = this.valueDeltaEncoding && shared > 0 ? deltaValue : value;
+    const valueBytes = storedValue.length;
 
     // Encode straight into the sink's buffer: this runs once per key, so no views are created.
     const sink = this.entries;
-    sink.reserve(3 * MAX_VARINT32_BYTES + nonShared + storedValue.length);
+    sink.reserve(3 * MAX_VARINT32_BYTES + nonShared + valueBytes);
     const buf = sink.buf;
-    let pos = writeVarint(buf, sink.length, shared);
-    pos = writeVarint(buf, pos, nonShared);
-    if (!this.valueDeltaEncoding) pos = writeVarint(buf, pos, storedValue.length);
-    pos = copyBytes(key, shared, key.length, buf, pos);
-    pos = copyBytes(storedValue, 0, storedValue.length, buf, pos);
+    let pos = sink.length;
+    // Most entries have short keys and values: one-byte varints, written without a call.
+    if ((shared | nonShared | valueBytes) < 0x80) {
+      buf[pos++] = shared;
+      buf[pos++] = nonShared;
+      if (!this.valueDeltaEncoding) buf[pos++] = valueBytes;
+    } else {
+      pos = writeVarint(buf, pos, shared);
+      pos = writeVarint(buf, pos, nonShared);
+      if (!this.valueDeltaEncoding) pos = writeVarint(buf, pos, valueBytes);
+    }
+    pos = copyBytes(key, shared, keyBytes, buf, pos);
+    pos = copyBytes(storedValue, 0, valueBytes, buf, pos);
     sink.length = pos;
 
-    this.rememberKey(key);
+    this.rememberKey(key, prefix);
     this.counter++;
     this.entryCount++;
   }
@@ -179,15 +199,18 @@ export class BlockBuilder {
     return this.lastKeyView;
   }
 
-  private rememberKey(key: Uint8Array): void {
+  /** Keeps a copy of `key`, whose first `prefix` bytes equal the previous key's. */
+  private rememberKey(key: Uint8Array, prefix: number): void {
+    const keyBytes = key.length;
     let reallocated = false;
-    if (key.length > this.lastKeyBuf.length) {
-      this.lastKeyBuf = Buffer.allocUnsafe(Math.max(key.length, 2 * this.lastKeyBuf.length));
+    if (keyBytes > this.lastKeyBuf.length) {
+      this.lastKeyBuf = Buffer.allocUnsafe(Math.max(keyBytes, 2 * this.lastKeyBuf.length));
       reallocated = true;
+      prefix = 0;
     }
-    copyBytes(key, 0, key.length, this.lastKeyBuf, 0);
-    if (reallocated || key.length !== this.lastKeyLength) this.lastKeyView = this.lastKeyBuf.subarray(0, key.length);
-    this.lastKeyLength = key.length;
+    copyBytes(key, prefix, keyBytes, this.lastKeyBuf, prefix);
+    if (reallocated || keyBytes !== this.lastKeyLength) this.lastKeyView = this.lastKeyBuf.subarray(0, keyBytes);
+    this.lastKeyLength = keyBytes;
   }
 }
 

@@ -15,7 +15,8 @@
  * 512 MiB of hashes for FastLocalBloom (8 bytes each) or 256 MiB for legacy Bloom (4 bytes), and
  * a filter of at most 2^26 * 100 / 8 bytes (~800 MiB at the 100 bits/key ceiling, ~80 MiB at
  * 10 bits/key). One more key is an INVALID_ARGUMENT error: the table writer must cut files
- * before that. Hash storage grows by doubling from 1024 entries.
+ * before that. Hash storage grows by doubling from 1024 entries (a transient old+new copy
+ * while it grows).
  *
  * Bits per key (a double) is sanitised as RocksDB does: < 0.5 means no filter, [0.5, 1) becomes
  * 1, >= 100 becomes 100; then millibits = floor(bits * 1000 + 0.500001).
@@ -37,7 +38,8 @@
  *   (h2 * 0x9E3779B9^i mod 2^32) >> 23 of it.
  *
  * In both, bit b of a line is bit (b mod 8) of the line's byte b / 8. The line size of legacy
- * filters is the x86-64 cache line RocksDB was compiled for; writers use 64, readers derive it.
+ * filters is the cache line of the CPU RocksDB was compiled for (64 bytes on x86-64); writers
+ * use 64, readers derive it from the length and line count.
  */
 import { IngestError } from '../util/errors';
 import { LEGACY_BLOOM_HASH_SEED, hash32, xxph3, xxph3Result } from './hash';

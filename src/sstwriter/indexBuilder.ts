@@ -21,6 +21,7 @@
 import { BlockHandle, MAX_BLOCK_HANDLE_BYTES, MAX_VARINT64_BYTES, writeVarint, zigzagEncode } from '../util/coding';
 import { assert } from '../util/errors';
 import { BlockBuilder } from './blockBuilder';
+import { compareByteRanges } from './byteRanges';
 import { BLOCK_TRAILER_BYTES } from './checksum';
 import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from './internalKey';
 
@@ -74,6 +75,28 @@ export function indexSeparator(last: Uint8Array, next: Uint8Array): Buffer {
   return Buffer.from(last);
 }
 
+/** The key side of an index entry, fixed when a data block is cut. */
+export interface PreparedIndexKey {
+  /** Internal-key separator (an owned copy). */
+  separator: Buffer;
+  /** The block's last key and the next block's first key share a user key (fv >= 3 then needs internal keys). */
+  boundarySplitsUserKey: boolean;
+}
+
+/**
+ * The index key of a block whose last key is `lastKeyInBlock`, given the first key of the next
+ * block (null for the last block, which is indexed by its own last key). Copies what it keeps.
+ */
+export function prepareIndexKey(lastKeyInBlock: Uint8Array, firstKeyInNextBlock: Uint8Array | null): PreparedIndexKey {
+  if (firstKeyInNextBlock === null) return { separator: Buffer.from(lastKeyInBlock), boundarySplitsUserKey: false };
+  const lastUserBytes = lastKeyInBlock.length - TRAILER_BYTES;
+  const nextUserBytes = firstKeyInNextBlock.length - TRAILER_BYTES;
+  return {
+    separator: indexSeparator(lastKeyInBlock, firstKeyInNextBlock),
+    boundarySplitsUserKey: compareByteRanges(lastKeyInBlock, lastUserBytes, firstKeyInNextBlock, nextUserBytes) === 0,
+  };
+}
+
 export interface IndexBuilderOptions {
   formatVersion: number;
   /** index_block_restart_interval (RocksDB default 1). */
@@ -113,17 +136,18 @@ export class IndexBuilder {
    * (each block starts right after the previous block's trailer).
    */
   addIndexEntry(lastKeyInBlock: Uint8Array, firstKeyInNextBlock: Uint8Array | null, handle: BlockHandle): void {
+    this.addPreparedEntry(prepareIndexKey(lastKeyInBlock, firstKeyInNextBlock), handle);
+  }
+
+  /**
+   * Adds an entry whose key was prepared when its block was cut (see prepareIndexKey), for
+   * writers that learn a block's handle only after it has been compressed.
+   */
+  addPreparedEntry(key: PreparedIndexKey, handle: BlockHandle): void {
     assert(!this.finished, 'addIndexEntry() after finish()');
     assert(this.previousHandleEnd < 0 || handle.offset === this.previousHandleEnd, `index handle offset ${handle.offset} does not follow the previous block (ends at ${this.previousHandleEnd})`);
-    let separator: Uint8Array = lastKeyInBlock;
-    if (firstKeyInNextBlock !== null) {
-      separator = indexSeparator(lastKeyInBlock, firstKeyInNextBlock);
-      if (this.userKeyBlock !== null) {
-        const lastUser = lastKeyInBlock.subarray(0, lastKeyInBlock.length - TRAILER_BYTES);
-        const nextUser = firstKeyInNextBlock.subarray(0, firstKeyInNextBlock.length - TRAILER_BYTES);
-        if (Buffer.compare(lastUser, nextUser) === 0) this.userKeyBlock = null;
-      }
-    }
+    if (key.boundarySplitsUserKey) this.userKeyBlock = null;
+    const separator = key.separator;
 
     const fullLength = writeVarint(this.handleScratch, writeVarint(this.handleScratch, 0, handle.offset), handle.size);
     const full = this.handleScratch.subarray(0, fullLength);

@@ -20,11 +20,11 @@ import * as fs from 'fs';
 import * as nodePath from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
-import { ValueType, formatKey, writeTrailer, TRAILER_BYTES } from './internalKey';
+import { ValueType, formatKey, TRAILER_BYTES } from './internalKey';
 import { TableProperties } from './properties';
 import { TableBuilderOptions } from './tableBuilder';
 import { TableFileWriter } from './tableFileWriter';
-import { compareByteRanges, copyBytes } from './byteRanges';
+import { copyBytes } from './byteRanges';
 
 /** SstFileWriter options: table options; the external-file properties are always written. */
 export type SstFileWriterOptions = Omit<TableBuilderOptions, 'externalFile'>;
@@ -72,7 +72,8 @@ export class SstFileWriter {
   constructor(path: string, options: Partial<SstFileWriterOptions> = {}) {
     this.path = path;
     this.tempPath = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-    this.table = new TableFileWriter(this.tempPath, { ...options, externalFile: true });
+    // Background compression is on unless asked otherwise: it only moves work to another core.
+    this.table = new TableFileWriter(this.tempPath, { ...options, backgroundCompression: options.backgroundCompression ?? true, externalFile: true });
   }
 
   put(userKey: Uint8Array, value: Uint8Array): void {
@@ -140,23 +141,33 @@ export class SstFileWriter {
   }
 
   private addPoint(userKey: Uint8Array, type: ValueType, value: Uint8Array): void {
-    this.checkOpen();
+    if (this.done || this.failure !== null) this.checkOpen();
     const n = userKey.length;
-    if (this.previousKeyLength >= 0 && compareByteRanges(this.keyScratch, this.previousKeyLength, userKey, n) >= 0) {
+    const previous = this.previousKeyLength;
+    let scratch = this.keyScratch;
+    // One pass finds where the key departs from the previous one: that decides the order, and
+    // the bytes before it are already in keyScratch.
+    const limit = previous < n ? previous : n;
+    let d = 0;
+    while (d < limit && scratch[d] === userKey[d]) d++;
+    if (previous >= 0 && (d === n || (d < previous && scratch[d] > userKey[d]))) {
       throw new IngestError(
         'KEY_ORDER',
-        `keys must be added in strictly ascending order: ${formatKey(userKey)} after ${formatKey(this.keyScratch.subarray(0, this.previousKeyLength))} in ${this.path}`,
+        `keys must be added in strictly ascending order: ${formatKey(userKey)} after ${formatKey(scratch.subarray(0, previous))} in ${this.path}`,
       );
     }
     const ikeyBytes = n + TRAILER_BYTES;
-    if (ikeyBytes > this.keyScratch.length) {
-      this.keyScratch = Buffer.allocUnsafe(Math.max(ikeyBytes, 2 * this.keyScratch.length));
-      this.keyView = this.keyScratch.subarray(0, ikeyBytes);
+    if (ikeyBytes > scratch.length) {
+      scratch = this.keyScratch = Buffer.allocUnsafe(Math.max(ikeyBytes, 2 * scratch.length));
+      this.keyView = scratch.subarray(0, ikeyBytes);
+      d = 0;
     } else if (this.keyView.length !== ikeyBytes) {
-      this.keyView = this.keyScratch.subarray(0, ikeyBytes);
+      this.keyView = scratch.subarray(0, ikeyBytes);
     }
-    copyBytes(userKey, 0, n, this.keyScratch, 0);
-    writeTrailer(this.keyScratch, n, EXTERNAL_FILE_SEQUENCE, type);
+    copyBytes(userKey, d, n, scratch, d);
+    // The trailer of sequence 0: the type byte, then seven zero bytes.
+    scratch[n] = type;
+    for (let i = n + 1; i < ikeyBytes; i++) scratch[i] = 0;
     try {
       this.table.add(this.keyView, value, userKey);
     } catch (e) {

@@ -34,16 +34,18 @@ import { BlockHandle } from '../util/coding';
 import { IngestError, assert } from '../util/errors';
 import { BlockBuilder, MAX_BLOCK_BYTES } from './blockBuilder';
 import { compareByteRanges } from './byteRanges';
-import { BLOCK_TRAILER_BYTES, ChecksumType, computeBlockChecksum } from './checksum';
-import { CompressionType, compressionName, lz4CompressForBlock } from './compression';
+import { BlockCompressionPipeline, StoredBatch } from './blockCompressionPipeline';
+import { BLOCK_TRAILER_BYTES, ChecksumType } from './checksum';
+import { CompressionType, compressionName } from './compression';
 import { BLOOM_FILTER_POLICY_NAME, FilterBuilder, createFilterBuilder } from './filterBuilder';
 import { encodeFooter } from './footer';
 import { DEFAULT_FORMAT_VERSION, MAX_SUPPORTED_FORMAT_VERSION, META_FULL_FILTER, META_PROPERTIES, META_RANGE_DEL, MIN_SUPPORTED_FORMAT_VERSION } from './format';
-import { IndexBuilder } from './indexBuilder';
+import { IndexBuilder, PreparedIndexKey, prepareIndexKey } from './indexBuilder';
 import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, compareInternalKeys, formatKey, makeInternalKey, sequenceOf } from './internalKey';
 import { MetaindexBuilder } from './metaindex';
 import { DEFAULT_COMPRESSION_OPTIONS, TableProperties, UNKNOWN_COLUMN_FAMILY_ID, buildPropertiesBlock, emptyTableProperties, encodePropertyMap } from './properties';
 import { RangeDelBlockBuilder } from './rangeDelBlock';
+import { storeBlock, writeBlockTrailer } from './storedBlock';
 import type { TableSink } from './fileSink';
 
 export type { TableSink } from './fileSink';
@@ -92,6 +94,12 @@ export interface TableBuilderOptions {
   originalFileNumber: number;
   /** Write rocksdb.external_sst_file.version = 2 and global_seqno = 0 (SstFileWriter files). */
   externalFile: boolean;
+  /**
+   * Compress and checksum data blocks on a worker thread (blockCompressionPipeline.ts) while
+   * the next blocks are built. The file is byte-identical either way; only speed and
+   * `fileSizeEstimate()` (which then counts blocks in flight at their uncompressed size) differ.
+   */
+  backgroundCompression: boolean;
 }
 
 export const DEFAULT_TABLE_BUILDER_OPTIONS: Readonly<TableBuilderOptions> = Object.freeze({
@@ -114,6 +122,7 @@ export const DEFAULT_TABLE_BUILDER_OPTIONS: Readonly<TableBuilderOptions> = Obje
   fileCreationTime: 0,
   originalFileNumber: 1,
   externalFile: false,
+  backgroundCompression: false,
 });
 
 /** A random RocksDB-style session id: 20 characters from [0-9A-Z]. */
@@ -190,6 +199,8 @@ export class TableBuilder {
   /** Smallest block size that may be cut early (RocksDB's block_size_deviation_limit). */
   private readonly deviationLimitBytes: number;
   private readonly trailer = Buffer.alloc(BLOCK_TRAILER_BYTES);
+  /** Stores data blocks on a worker thread; null when blocks are stored inline. */
+  private pipeline: BlockCompressionPipeline<PreparedIndexKey> | null = null;
 
   /** File offset of the next block. */
   private offset = 0;
@@ -211,6 +222,7 @@ export class TableBuilder {
     this.index = new IndexBuilder({ formatVersion: o.formatVersion, restartInterval: o.indexBlockRestartInterval });
     this.filter = o.bloomBitsPerKey > 0 ? createFilterBuilder(o.formatVersion, o.bloomBitsPerKey) : null;
     this.deviationLimitBytes = Math.floor((o.blockSizeBytes * (100 - o.blockSizeDeviationPercent) + 99) / 100);
+    if (o.backgroundCompression) this.pipeline = new BlockCompressionPipeline(o, (batch) => this.writeStoredBatch(batch));
   }
 
   /**
@@ -219,21 +231,35 @@ export class TableBuilder {
    * minus its trailer) to spare a view per key on the filter path.
    */
   add(internalKey: Uint8Array, value: Uint8Array, userKey?: Uint8Array): void {
-    assert(!this.closed, 'TableBuilder used after finish() or abandon()');
+    if (this.closed) assert(false, 'TableBuilder used after finish() or abandon()');
     const keyBytes = internalKey.length;
     if (keyBytes < TRAILER_BYTES) throw new IngestError('INVALID_ARGUMENT', `internal key of ${keyBytes} bytes is shorter than its 8-byte trailer`);
     // The open data block is never empty once a point key was added (a cut is immediately
     // followed by the add that caused it), so its last key is the previous point key.
     const block = this.dataBlock;
-    if (this.numPointEntries > 0 && compareInternalKeyRanges(block.lastKey(), internalKey) >= 0) {
-      throw new IngestError('KEY_ORDER', `internal key ${describeInternalKey(internalKey)} is not greater than the previous key ${describeInternalKey(block.lastKey())}`);
+    const last = block.lastKey();
+    const lastBytes = last.length;
+    // One pass gives the order check and the prefix the block shares with the previous key.
+    const limit = lastBytes < keyBytes ? lastBytes : keyBytes;
+    let prefix = 0;
+    while (prefix < limit && last[prefix] === internalKey[prefix]) prefix++;
+    if (this.numPointEntries > 0) {
+      // A first difference inside both user keys decides the order bytewise; otherwise one user
+      // key is a prefix of the other (or they are equal) and the full comparator decides.
+      const decidedByUserKeys = prefix < lastBytes - TRAILER_BYTES && prefix < keyBytes - TRAILER_BYTES;
+      if (decidedByUserKeys ? last[prefix] > internalKey[prefix] : compareInternalKeyRanges(last, internalKey) >= 0) {
+        throw new IngestError('KEY_ORDER', `internal key ${describeInternalKey(internalKey)} is not greater than the previous key ${describeInternalKey(last)}`);
+      }
     }
     const type = internalKey[keyBytes - TRAILER_BYTES];
-    assert(type !== ValueType.RangeDeletion, 'range tombstones go through addRangeTombstone()');
+    if (type === ValueType.RangeDeletion) assert(false, 'range tombstones go through addRangeTombstone()');
 
-    if (!block.empty() && this.blockIsFull(keyBytes, value.length)) this.flushDataBlock(internalKey);
+    if (!block.empty() && this.blockIsFull(keyBytes, value.length)) {
+      this.flushDataBlock(internalKey);
+      prefix = 0;
+    }
     if (this.filter !== null) this.filter.addKey(userKey ?? internalKey.subarray(0, keyBytes - TRAILER_BYTES));
-    block.add(internalKey, value);
+    block.addWithKnownPrefix(internalKey, value, prefix);
 
     if (this.firstKey === null) this.firstKey = Buffer.from(internalKey);
 
@@ -280,7 +306,8 @@ export class TableBuilder {
 
   /** Bytes written so far plus the open data block: what the file would hold without meta blocks. */
   fileSizeEstimate(): number {
-    return this.offset + (this.dataBlock.empty() ? 0 : this.dataBlock.currentSizeEstimate() + BLOCK_TRAILER_BYTES);
+    const inFlight = this.pipeline === null ? 0 : this.pipeline.pendingStoredBytes();
+    return this.offset + inFlight + (this.dataBlock.empty() ? 0 : this.dataBlock.currentSizeEstimate() + BLOCK_TRAILER_BYTES);
   }
 
   /** Writes the remaining blocks and the footer. */
@@ -296,6 +323,11 @@ export class TableBuilder {
 
     const lastPointKey = this.dataBlock.empty() ? null : Buffer.from(this.dataBlock.lastKey());
     if (!this.dataBlock.empty()) this.flushDataBlock(null);
+    if (this.pipeline !== null) {
+      this.pipeline.flush();
+      this.pipeline.close();
+      this.pipeline = null;
+    }
     p.dataSize = this.offset;
 
     if (this.filter !== null) {
@@ -355,6 +387,7 @@ export class TableBuilder {
   /** Marks the builder unusable without writing anything more (the caller discards the output). */
   abandon(): void {
     this.closed = true;
+    if (this.pipeline !== null) this.pipeline.close();
   }
 
   private blockIsFull(keyBytes: number, valueBytes: number): boolean {
@@ -362,8 +395,8 @@ export class TableBuilder {
     const blockSize = this.options.blockSizeBytes;
     const current = block.currentSizeEstimate();
     if (current >= blockSize) return true;
-    if (this.deviationLimitBytes === 0) return false;
-    return block.estimatedSizeAfterLengths(keyBytes, valueBytes) > blockSize && current > this.deviationLimitBytes;
+    // The estimate is only needed once the block is past the deviation limit (most adds are not).
+    return current > this.deviationLimitBytes && this.deviationLimitBytes > 0 && block.estimatedSizeAfterLengths(keyBytes, valueBytes) > blockSize;
   }
 
   /**
@@ -372,30 +405,39 @@ export class TableBuilder {
    */
   private flushDataBlock(nextKey: Uint8Array | null): void {
     const block = this.dataBlock;
-    const handle = this.writeBlock(block.finish(), true);
-    this.index.addIndexEntry(block.lastKey(), nextKey, handle);
+    const contents = block.finish();
+    const indexKey = prepareIndexKey(block.lastKey(), nextKey);
+    if (this.pipeline !== null) {
+      // The handle is known once the worker has stored the block; writeStoredBatch adds it.
+      this.pipeline.submit(contents, indexKey);
+    } else {
+      this.index.addPreparedEntry(indexKey, this.writeBlock(contents, true));
+    }
     block.reset();
     this.props.numDataBlocks++;
   }
 
+  /** Appends data blocks stored by the pipeline (in file order) and indexes them. */
+  private writeStoredBatch(batch: StoredBatch<PreparedIndexKey>): void {
+    let offset = this.offset;
+    for (let i = 0; i < batch.tags.length; i++) {
+      const size = batch.storedSizes[i];
+      this.index.addPreparedEntry(batch.tags[i], { offset, size });
+      offset += size + BLOCK_TRAILER_BYTES;
+    }
+    assert(offset - this.offset === batch.bytes.length, `stored batch of ${batch.bytes.length} bytes does not match its block sizes`);
+    this.sink.append(batch.bytes);
+    this.offset = offset;
+  }
+
   /** Appends `contents` (maybe LZ4-compressed) and its trailer; returns the block's handle. */
   private writeBlock(contents: Buffer, compressible: boolean): BlockHandle {
-    const o = this.options;
-    let stored = contents;
-    let type: number = CompressionType.None;
-    if (compressible && o.compression === CompressionType.LZ4) {
-      const compressed = lz4CompressForBlock(contents, o.formatVersion);
-      if (compressed !== null) {
-        stored = compressed;
-        type = CompressionType.LZ4;
-      }
-    }
-    const handle = { offset: this.offset, size: stored.length };
-    this.sink.append(stored);
-    this.trailer[0] = type;
-    this.trailer.writeUInt32LE(computeBlockChecksum(o.checksumType, stored, 0, stored.length, type), 1);
+    const stored = storeBlock(contents, compressible, this.options);
+    const handle = { offset: this.offset, size: stored.bytes.length };
+    this.sink.append(stored.bytes);
+    writeBlockTrailer(this.trailer, 0, stored.type, stored.checksum);
     this.sink.append(this.trailer);
-    this.offset += stored.length + BLOCK_TRAILER_BYTES;
+    this.offset += stored.bytes.length + BLOCK_TRAILER_BYTES;
     return handle;
   }
 

@@ -1,0 +1,365 @@
+/**
+ * The table iterator: a two-level iterator over one SST (index block → data blocks) that
+ * presents the table's point entries as an InternalIterator.
+ *
+ * Layout it walks: the index holds one entry per data block, `separator → BlockHandle`, where
+ * last key of block i <= separator i < first key of block i+1 (internal-key order, or user-key
+ * order when the index stores user keys). Data blocks are loaded on demand through the table's
+ * block source (block cache or file) and pinned while the iterator stands on them.
+ *
+ * Contract (beyond InternalIterator):
+ * - Bounds are user keys: `lowerBound` inclusive, `upperBound` exclusive. `setBounds` may be called
+ *   between positioning calls; the iterator must be re-positioned afterwards. Bound buffers are
+ *   kept by reference and must not change until replaced.
+ * - Bound checks follow RocksDB PR 5111: a block is checked against a bound once when the
+ *   iterator enters it, and per key only if the block straddles the bound. Forward, the block's
+ *   index separator (>= every key of the block) is compared with `upperBound`; backward, the
+ *   block's first key (<= every key) is compared with `lowerBound`. Seeks clamp their targets to
+ *   the bounds, so only the direction of travel needs checking. Every bound comparison counts
+ *   in perf.boundComparisons (and perf.keyComparisons).
+ * - `seekGE(target, {trySeekUsingNext})`: when the target falls inside the current data block
+ *   (target <= its separator), the block iterator steps forward from where it stands; otherwise
+ *   the index iterator does (also with trySeekUsingNext) before the new block is searched. A
+ *   seekGE that found nothing stays exhausted under trySeekUsingNext (targets only grow) until
+ *   the bounds change.
+ * - Empty data blocks are skipped in both directions.
+ * - perf counts: seeks (first/last/seekGE/seekLT), nexts, prevs, and key comparisons.
+ */
+import { InternalIterator, SeekOptions } from '../iterator';
+import { perf } from '../perfContext';
+import { compareByteRanges, compareInternalKeyRanges } from '../keyCompare';
+import { assert } from '../../util/errors';
+import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType } from '../../sstwriter/internalKey';
+import { BlockIterator } from './block';
+import { BlockCacheHandle } from './blockCache';
+
+/**
+ * An iterator over index entries `separator → data block handle`: a single index block's
+ * BlockIterator, or a partitioned index's two-level iterator. `keyBytes()[0, keyBytesLength())`
+ * is the separator without making a view.
+ */
+export interface IndexIterator {
+  valid(): boolean;
+  first(): void;
+  last(): void;
+  seekGE(target: Buffer, opts?: SeekOptions): void;
+  next(): void;
+  prev(): void;
+  close(): void;
+  key(): Buffer;
+  keyBytes(): Buffer;
+  keyBytesLength(): number;
+  readonly handleOffset: number;
+  readonly handleSize: number;
+  /** Drops the position and any pinned partition, staying usable (partitioned indexes only). */
+  unpin?(): void;
+}
+
+/** What the iterator needs from its table: the index, and data blocks by handle. */
+export interface TableBlockSource {
+  /** True when index keys are user keys (rocksdb.index.key.is.user.key = 1). */
+  readonly indexKeyIsUserKey: boolean;
+  /** A fresh iterator over the index (values decoded into handleOffset/handleSize). */
+  newIndexIterator(): IndexIterator;
+  /** A fresh, unpositioned iterator for data blocks (internal keys, global seqno applied). */
+  newDataBlockIterator(): BlockIterator;
+  /** Loads (or finds in the cache) the data block at `offset` of `size` bytes, pinned. */
+  loadDataBlock(offset: number, size: number): BlockCacheHandle;
+}
+
+export interface TableIteratorOptions {
+  lowerBound?: Buffer;
+  upperBound?: Buffer;
+}
+
+/** Per-block knowledge of a bound: not yet compared, whole block inside, or per-key checks needed. */
+enum BoundState {
+  Unknown = 0,
+  Inside = 1,
+  PerKey = 2,
+}
+
+export class TableIterator implements InternalIterator {
+  private readonly source: TableBlockSource;
+  private readonly indexKeyIsUserKey: boolean;
+  private readonly index: IndexIterator;
+  private readonly data: BlockIterator;
+  /** Pin on the current data block, or null when none is loaded. */
+  private pinned: BlockCacheHandle | null = null;
+  /** File offset of the loaded data block, or -1. */
+  private loadedBlockOffset = -1;
+  private isValid = false;
+  /** The last seekGE found nothing: a trySeekUsingNext seek cannot find anything either. */
+  private exhaustedBySeekGE = false;
+  private closed = false;
+
+  private lowerBound: Buffer | null = null;
+  private upperBound: Buffer | null = null;
+  /** Smallest internal keys with the bound user keys (bound ‖ max seq ‖ seek type). */
+  private lowerSeekKey: Buffer | null = null;
+  private upperSeekKey: Buffer | null = null;
+  private lowerState = BoundState.Unknown;
+  private upperState = BoundState.Unknown;
+
+  constructor(source: TableBlockSource, options?: TableIteratorOptions) {
+    this.source = source;
+    this.indexKeyIsUserKey = source.indexKeyIsUserKey;
+    this.index = source.newIndexIterator();
+    this.data = source.newDataBlockIterator();
+    this.setBounds(options?.lowerBound, options?.upperBound);
+  }
+
+  /** Replaces the bounds (user keys; upper exclusive). Re-position the iterator afterwards. */
+  setBounds(lowerBound?: Buffer, upperBound?: Buffer): void {
+    this.lowerBound = lowerBound ?? null;
+    this.upperBound = upperBound ?? null;
+    this.lowerSeekKey = lowerBound === undefined ? null : makeInternalKey(lowerBound, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+    this.upperSeekKey = upperBound === undefined ? null : makeInternalKey(upperBound, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+    this.lowerState = BoundState.Unknown;
+    this.upperState = BoundState.Unknown;
+    this.exhaustedBySeekGE = false;
+  }
+
+  valid(): boolean {
+    return this.isValid;
+  }
+
+  key(): Buffer {
+    return this.data.key();
+  }
+
+  value(): Buffer {
+    return this.data.value();
+  }
+
+  first(): void {
+    this.checkOpen();
+    perf.seeks++;
+    this.exhaustedBySeekGE = false;
+    if (this.lowerSeekKey !== null) {
+      this.seekGEFull(this.lowerSeekKey);
+      return;
+    }
+    this.index.first();
+    if (!this.enterIndexedBlock()) return;
+    this.data.first();
+    this.settleForward();
+  }
+
+  last(): void {
+    this.checkOpen();
+    perf.seeks++;
+    this.exhaustedBySeekGE = false;
+    if (this.upperSeekKey !== null) {
+      this.seekLTInternal(this.upperSeekKey);
+      return;
+    }
+    this.index.last();
+    if (!this.enterIndexedBlock()) return;
+    this.data.last();
+    this.settleBackward();
+  }
+
+  seekGE(target: Buffer, opts?: SeekOptions): void {
+    this.checkOpen();
+    perf.seeks++;
+    let t = target;
+    if (this.lowerBound !== null && this.compareUserKeyToBound(t, this.lowerBound) < 0) t = this.lowerSeekKey as Buffer;
+    if (opts?.trySeekUsingNext) {
+      if (!this.isValid) {
+        if (this.exhaustedBySeekGE) return;
+      } else if (this.targetInCurrentBlock(t)) {
+        // Targets only grow: the answer is at or after the current entry, in this block or a
+        // later one.
+        this.data.seekGE(t, opts);
+        this.settleForward();
+        this.exhaustedBySeekGE = !this.isValid;
+        return;
+      } else {
+        this.index.seekGE(this.indexTarget(t), opts);
+        this.seekInIndexedBlock(t);
+        return;
+      }
+    }
+    this.seekGEFull(t);
+  }
+
+  seekLT(target: Buffer): void {
+    this.checkOpen();
+    perf.seeks++;
+    this.exhaustedBySeekGE = false;
+    let t = target;
+    if (this.upperBound !== null && this.compareUserKeyToBound(t, this.upperBound) >= 0) t = this.upperSeekKey as Buffer;
+    this.seekLTInternal(t);
+  }
+
+  next(): void {
+    assert(this.isValid, 'TableIterator.next() on an invalid iterator');
+    perf.nexts++;
+    this.exhaustedBySeekGE = false;
+    this.data.next();
+    this.settleForward();
+  }
+
+  prev(): void {
+    assert(this.isValid, 'TableIterator.prev() on an invalid iterator');
+    perf.prevs++;
+    this.exhaustedBySeekGE = false;
+    this.data.prev();
+    this.settleBackward();
+  }
+
+  /** Drops the position and releases the pinned blocks; the iterator stays usable. */
+  unpin(): void {
+    this.isValid = false;
+    this.exhaustedBySeekGE = false;
+    this.releaseBlock();
+    this.index.unpin?.();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.unpin();
+    this.index.close();
+    this.data.close();
+    this.closed = true;
+  }
+
+  // --- internals ---------------------------------------------------------------------------
+
+  private checkOpen(): void {
+    assert(!this.closed, 'TableIterator used after close()');
+  }
+
+  private seekGEFull(t: Buffer): void {
+    this.index.seekGE(this.indexTarget(t));
+    this.seekInIndexedBlock(t);
+  }
+
+  /** The index stands on (or past) the block that may hold `t`: search it, then move forward. */
+  private seekInIndexedBlock(t: Buffer): void {
+    if (this.enterIndexedBlock()) {
+      this.data.seekGE(t);
+      this.settleForward();
+    }
+    this.exhaustedBySeekGE = !this.isValid;
+  }
+
+  private seekLTInternal(t: Buffer): void {
+    this.index.seekGE(this.indexTarget(t));
+    if (!this.index.valid()) {
+      // Every separator, hence every key, is < t: the answer is the table's last key.
+      this.index.last();
+      if (!this.enterIndexedBlock()) return;
+      this.data.last();
+    } else {
+      // Later blocks start above this separator (>= t); earlier blocks are wholly < t.
+      if (!this.enterIndexedBlock()) return;
+      this.data.seekLT(t);
+    }
+    this.settleBackward();
+  }
+
+  /** The index key to seek for internal key `t`. */
+  private indexTarget(t: Buffer): Buffer {
+    return this.indexKeyIsUserKey ? t.subarray(0, t.length - TRAILER_BYTES) : t;
+  }
+
+  /** True when `t` <= the current block's separator, i.e. its answer is in this block or later. */
+  private targetInCurrentBlock(t: Buffer): boolean {
+    const sep = this.index.keyBytes();
+    const sepLength = this.index.keyBytesLength();
+    perf.keyComparisons++;
+    if (this.indexKeyIsUserKey) return compareByteRanges(t, 0, t.length - TRAILER_BYTES, sep, 0, sepLength) <= 0;
+    return compareInternalKeyRanges(t, 0, t.length, sep, 0, sepLength) <= 0;
+  }
+
+  /** Loads the block the index stands on; invalidates and returns false if the index is done. */
+  private enterIndexedBlock(): boolean {
+    if (!this.index.valid()) {
+      this.isValid = false;
+      this.releaseBlock();
+      return false;
+    }
+    const offset = this.index.handleOffset;
+    if (offset !== this.loadedBlockOffset || this.pinned === null) {
+      this.releaseBlock();
+      this.pinned = this.source.loadDataBlock(offset, this.index.handleSize);
+      this.loadedBlockOffset = offset;
+      this.data.reset(this.pinned.block);
+    }
+    this.lowerState = BoundState.Unknown;
+    this.upperState = BoundState.Unknown;
+    return true;
+  }
+
+  private releaseBlock(): void {
+    if (this.pinned !== null) {
+      this.pinned.release();
+      this.pinned = null;
+    }
+    this.loadedBlockOffset = -1;
+  }
+
+  /** After a forward move of the data iterator: skip exhausted/empty blocks, check the upper bound. */
+  private settleForward(): void {
+    while (!this.data.valid()) {
+      this.index.next();
+      if (!this.enterIndexedBlock()) return;
+      this.data.first();
+    }
+    this.isValid = this.upperBound === null || this.withinUpperBound();
+    if (!this.isValid) this.releaseBlock();
+  }
+
+  /** After a backward move: skip exhausted/empty blocks backwards, check the lower bound. */
+  private settleBackward(): void {
+    while (!this.data.valid()) {
+      this.index.prev();
+      if (!this.enterIndexedBlock()) return;
+      this.data.last();
+    }
+    this.isValid = this.lowerBound === null || this.withinLowerBound();
+    if (!this.isValid) this.releaseBlock();
+  }
+
+  private withinUpperBound(): boolean {
+    const upper = this.upperBound as Buffer;
+    if (this.upperState === BoundState.Unknown) {
+      // The separator is >= every key of the block: if it is below the bound, so is the block.
+      const sep = this.index.keyBytes();
+      const sepUserKeyLength = this.index.keyBytesLength() - (this.indexKeyIsUserKey ? 0 : TRAILER_BYTES);
+      perf.keyComparisons++;
+      perf.boundComparisons++;
+      this.upperState = compareByteRanges(sep, 0, sepUserKeyLength, upper, 0, upper.length) < 0 ? BoundState.Inside : BoundState.PerKey;
+    }
+    if (this.upperState === BoundState.Inside) return true;
+    perf.keyComparisons++;
+    perf.boundComparisons++;
+    return compareByteRanges(this.data.keyBytes(), 0, this.data.keyBytesLength() - TRAILER_BYTES, upper, 0, upper.length) < 0;
+  }
+
+  private withinLowerBound(): boolean {
+    const lower = this.lowerBound as Buffer;
+    if (this.lowerState === BoundState.Unknown) {
+      // The block's first key is <= every key of the block: if it is at or above the bound, so is the block.
+      const block = this.data.currentBlock();
+      assert(block !== null, 'a positioned data iterator has a block');
+      const p = block.restartKeyOffset(0, true);
+      perf.keyComparisons++;
+      perf.boundComparisons++;
+      this.lowerState = compareByteRanges(block.data, p, block.restartKeyLength - TRAILER_BYTES, lower, 0, lower.length) >= 0 ? BoundState.Inside : BoundState.PerKey;
+    }
+    if (this.lowerState === BoundState.Inside) return true;
+    perf.keyComparisons++;
+    perf.boundComparisons++;
+    return compareByteRanges(this.data.keyBytes(), 0, this.data.keyBytesLength() - TRAILER_BYTES, lower, 0, lower.length) >= 0;
+  }
+
+  /** Compares the user key of internal key `t` with a bound; counts a bound comparison. */
+  private compareUserKeyToBound(t: Buffer, bound: Buffer): number {
+    perf.keyComparisons++;
+    perf.boundComparisons++;
+    return compareByteRanges(t, 0, t.length - TRAILER_BYTES, bound, 0, bound.length);
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Stored blocks: how a finished block's contents go to disk.
+ *
+ * On disk every block is `stored bytes ‖ u8 compression type ‖ u32le checksum` (the 5-byte
+ * trailer, see checksum.ts). The stored bytes are the contents themselves (type 0), or their LZ4
+ * framing (type 4) when the block may be compressed and LZ4 saves more than 1/8 of its size.
+ *
+ * Contract: `storeBlock` is a pure function of (contents, compressible, settings): the same
+ * inputs give the same stored bytes, type and checksum on every thread. That is what lets the
+ * table builder compress data blocks on a worker thread (blockCompressionPipeline.ts) and still
+ * write exactly the file it would have written inline.
+ */
+import { BLOCK_TRAILER_BYTES, ChecksumType, computeBlockChecksum } from './checksum';
+import { CompressionType, lz4CompressForBlock } from './compression';
+
+/** What decides a block's stored form; fixed for a whole table. */
+export interface BlockStorageSettings {
+  /** None or LZ4. */
+  compression: CompressionType;
+  formatVersion: number;
+  checksumType: ChecksumType;
+}
+
+export interface StoredBlock {
+  /** The bytes written before the trailer: `contents` itself or a new LZ4 payload. */
+  bytes: Buffer;
+  /** The trailer's compression type byte. */
+  type: CompressionType;
+  /** The trailer's checksum (u32). */
+  checksum: number;
+}
+
+/** The stored form of `contents`; only data and index blocks are `compressible`. */
+export function storeBlock(contents: Buffer, compressible: boolean, settings: BlockStorageSettings): StoredBlock {
+  let bytes = contents;
+  let type = CompressionType.None;
+  if (compressible && settings.compression === CompressionType.LZ4) {
+    const compressed = lz4CompressForBlock(contents, settings.formatVersion);
+    if (compressed !== null) {
+      bytes = compressed;
+      type = CompressionType.LZ4;
+    }
+  }
+  return { bytes, type, checksum: computeBlockChecksum(settings.checksumType, bytes, 0, bytes.length, type) };
+}
+
+/** Writes the 5-byte trailer at `pos` of `dst`; returns the position after it. */
+export function writeBlockTrailer(dst: Buffer, pos: number, type: CompressionType, checksum: number): number {
+  dst[pos] = type;
+  dst.writeUInt32LE(checksum >>> 0, pos + 1);
+  return pos + BLOCK_TRAILER_BYTES;
+}
