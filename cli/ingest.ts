@@ -13,6 +13,7 @@
 import { Command, CommanderError } from 'commander';
 import { exitCodeFor, IngestError } from '../src/util/errors';
 import { registerSstCommands } from './commands/sst';
+import { registerImportCommand } from './commands/import';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
   registerSstCommands(program);
+  registerImportCommand(program);
   return program;
 }
 

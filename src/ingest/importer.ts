@@ -1,0 +1,444 @@
+/**
+ * `ingest import`: CSV inputs → sorted, non-overlapping SSTs, in bounded memory.
+ *
+ * Phases:
+ * 1. parse: records → (key, value) rows in a sort buffer → sorted runs spilled to a private temp
+ *    directory under --tmp-dir. In-process for stdin, .gz, csv-parse dialects and small inputs;
+ *    otherwise regular files are cut into byte ranges parsed by worker threads (parallelParse.ts).
+ * 2. merge: a k-way merge of all runs (duplicate policy applied) into SSTs of about
+ *    --target-file-size, cut only between distinct keys, under temporary names.
+ * 3. publish: every SST renamed to its final name at once, plus the JSON summary file.
+ *
+ * Contract: the import lands whole or not at all. Any failure (bad rows past --max-bad-rows,
+ * duplicates under the error policy, I/O) removes the runs, the temp directory and every SST
+ * written; nothing in --output-dir changes. Errors are IngestErrors naming file and line.
+ *
+ * Memory (--memory-limit, default 256 MiB) counts what the sort holds: the sort buffers (arena +
+ * index + radix scratch) of every parser, their read and spill buffers, and in the merge the run
+ * read buffers. Fixed per-parser costs are taken off the top before the sort buffers are sized.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { randomBytes } from 'crypto';
+import { IngestError } from '../util/errors';
+import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
+import { CsvDialect, fastPathRefusal, normalizeDialect } from './csvDialect';
+import { readCsvFast, readCsvWithCsvParse } from './csvReader';
+import { displayName, isSplittable, openByteSource } from './inputSource';
+import { KeySpec, parseKeySpecText } from './keySpec';
+import { DuplicatePolicy, MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './mergeToSsts';
+import { Progress } from './progress';
+import { ValueFormat } from './rowEncoder';
+import { BadRow, LayoutPlan, RowSink } from './rowSink';
+import { RunInfo, spillSortBuffer } from './runFile';
+import { SortBuffer } from './sortBuffer';
+import { SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sstSetWriter';
+import { mergeInWorkers, planKeyRanges } from './parallelMerge';
+import { parseInWorkers } from './parallelParse';
+import { PARSER_FIXED_BYTES, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parseTypes';
+
+export const DEFAULT_MEMORY_LIMIT_BYTES = 256 << 20;
+export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
+/** Smallest --memory-limit: enough for a useful sort buffer per parser plus fixed buffers. */
+export const MIN_MEMORY_LIMIT_BYTES = 4 << 20;
+/** Inputs smaller than this are parsed in-process: threads cost more to start than they save. */
+export const PARALLEL_MIN_INPUT_BYTES = 32 << 20;
+const MERGE_READ_BUFFER_MAX_BYTES = 1 << 20;
+const MERGE_READ_BUFFER_MIN_BYTES = 64 << 10;
+
+export type ParserChoice = 'auto' | 'fast' | 'csv-parse';
+
+export interface ImportOptions {
+  inputs: string[];
+  outputDir: string;
+  tmpDir?: string;
+  dialect?: Partial<CsvDialect>;
+  header?: boolean;
+  columns?: string[] | null;
+  /** The --key spec text; default "1". */
+  key?: string;
+  value?: string;
+  valueFormat?: ValueFormat;
+  memoryLimitBytes?: number;
+  targetFileSizeBytes?: number;
+  onDuplicate?: DuplicatePolicy;
+  maxBadRows?: number;
+  rejectsPath?: string;
+  parser?: ParserChoice;
+  /**
+   * Worker threads for the parse and the merge (0 = all on the main thread). Default: 2 on 2+
+   * cores, used for inputs (parse: regular files only) of PARALLEL_MIN_INPUT_BYTES or more; an
+   * explicit value is used whatever the size (the merge needs 2+ to run in parallel).
+   */
+  parseThreads?: number;
+  /** Merge worker threads (key ranges merged in parallel); 1 (the default) = merge on the main thread. */
+  mergeThreads?: number;
+  sstOptions?: Partial<SstFileWriterOptions>;
+  /** Byte-range size for parse workers (default: sized so one range fills about one sort buffer). For tests. */
+  parseTaskBytes?: number;
+  /** Write the summary file (import-summary.json) next to the SSTs; default true. */
+  writeSummaryFile?: boolean;
+  progress?: Progress;
+}
+
+export interface RowLocation {
+  file: string;
+  line: number;
+}
+
+/** The summary `--json` prints and import-summary.json holds. Field names are stable. */
+export interface ImportSummary {
+  inputs: { path: string; bytes: number | null }[];
+  inputBytes: number;
+  parser: 'fast' | 'csv-parse';
+  parserReason: string;
+  parseThreads: number;
+  parseRanges: number;
+  parseRangesRetried: number;
+  mergeThreads: number;
+  rowsRead: number;
+  rowsWritten: number;
+  badRows: number;
+  rejectsPath: string | null;
+  duplicates: {
+    policy: DuplicatePolicy;
+    count: number;
+    examples: { key: string; first: RowLocation; duplicate: RowLocation }[];
+  };
+  outputDir: string;
+  outputFiles: { path: string; fileSizeBytes: number; entries: number; smallestKey: string; largestKey: string; smallestKeyHex: string; largestKeyHex: string }[];
+  runs: number;
+  runBytes: number;
+  phases: { parseSeconds: number; mergeSeconds: number; publishSeconds: number; totalSeconds: number };
+  rowsPerSecond: number;
+  inputMiBPerSecond: number;
+  memoryLimitBytes: number;
+  peakRssBytes: number;
+}
+
+function mergeReadBufferBytes(memoryLimitBytes: number, runs: number): number {
+  const share = Math.floor(memoryLimitBytes / 2 / Math.max(runs, 1));
+  return Math.max(MERGE_READ_BUFFER_MIN_BYTES, Math.min(MERGE_READ_BUFFER_MAX_BYTES, share));
+}
+
+export class CsvImport {
+  private readonly token = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  private workDir: string | null = null;
+  private output: SstSetWriter | null = null;
+  private finished = false;
+  private written: WrittenFile[] = [];
+  private runCounter = 0;
+
+  constructor(private readonly opts: ImportOptions) {}
+
+  /** Removes everything the import made so far; safe from a signal handler (synchronous). */
+  cleanupSync(): void {
+    if (!this.finished) {
+      if (this.output !== null) this.output.abort();
+      removeFiles(this.written);
+      removeTempFiles(this.opts.outputDir, this.token);
+    }
+    if (this.workDir !== null) fs.rmSync(this.workDir, { recursive: true, force: true });
+    this.workDir = null;
+  }
+
+  async run(): Promise<ImportSummary> {
+    const t0 = performance.now();
+    const o = this.opts;
+    if (o.inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
+    if (o.inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
+    const dialect = normalizeDialect(o.dialect ?? {});
+    const memoryLimitBytes = o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
+    if (memoryLimitBytes < MIN_MEMORY_LIMIT_BYTES) throw new IngestError('USAGE', `--memory-limit must be at least ${MIN_MEMORY_LIMIT_BYTES} bytes`);
+    const targetFileSizeBytes = o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES;
+    const policy = o.onDuplicate ?? 'error';
+    const maxBadRows = o.maxBadRows ?? 0;
+    const plan: LayoutPlan = {
+      keyRefs: parseKeySpecText(o.key ?? '1'),
+      valueSpec: o.value,
+      valueFormat: o.valueFormat ?? 'raw',
+      columns: o.columns ?? null,
+      header: o.header ?? false,
+      delimiter: dialect.delimiter,
+    };
+    const refusal = fastPathRefusal(dialect);
+    const parserChoice = o.parser ?? 'auto';
+    if (parserChoice === 'fast' && refusal !== null) throw new IngestError('USAGE', `--parser fast cannot run this dialect: ${refusal}`);
+    const fast = parserChoice !== 'csv-parse' && refusal === null;
+    const parserReason = fast ? 'single-byte delimiter/quote/comment with quote doubling' : parserChoice === 'csv-parse' ? 'requested with --parser csv-parse' : (refusal as string);
+    const progress = o.progress ?? new Progress(false);
+    const inputSizes = o.inputs.map((p) => (p === '-' ? null : statSize(p)));
+    const totalInput = inputSizes.reduce<number>((a, b) => a + (b ?? 0), 0);
+
+    this.prepareOutputDir(o.outputDir);
+    const tmpRoot = o.tmpDir ?? os.tmpdir();
+    try {
+      fs.mkdirSync(tmpRoot, { recursive: true });
+      this.workDir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-import-'));
+    } catch (e) {
+      throw new IngestError('IO', `cannot create a temp directory under ${tmpRoot}: ${(e as Error).message}`, { cause: e });
+    }
+
+    try {
+      const settings: ParseSettings = {
+        dialect,
+        plan,
+        quoteByte: dialect.quote === '' ? -1 : dialect.quote.charCodeAt(0),
+        maxBadRows,
+        runDir: this.workDir,
+      };
+      const explicitThreads = o.parseThreads !== undefined;
+      const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
+      const parallel = fast && requestedThreads >= 1 && (explicitThreads || totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
+      const threads = parallel ? requestedThreads : 0;
+
+      // Phase 1: parse into runs.
+      let outcome: ParseOutcome;
+      try {
+        outcome = parallel
+          ? await parseInWorkers(o.inputs, settings, threads, memoryLimitBytes, progress, o.parseTaskBytes)
+          : await this.parseInProcess(o.inputs, settings, fast, memoryLimitBytes, progress);
+      } catch (e) {
+        // The import fails, but the rows that made it fail are still worth a rejects file.
+        if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined) {
+          writeRejects(o.rejectsPath, e.badRows, (source, line) => ({ file: displayName(e.sources[source].file), line: e.sources[source].lineOffset + line }));
+        }
+        throw e;
+      } finally {
+        progress.done();
+      }
+      const tParsed = performance.now();
+      const keySpec = outcome.bound !== null ? new KeySpec(plan.keyRefs, outcome.bound.columnNames, outcome.bound.fieldCount) : null;
+      const locate = (source: number, line: number): RowLocation => {
+        const s = outcome.sources[source];
+        return { file: displayName(s.file), line: s.lineOffset + line };
+      };
+      if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
+
+      // Phase 2: merge into SSTs.
+      let runs = outcome.runs;
+      const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
+      // One merge thread by default: the SST writer already compresses on a thread of its own, and
+      // on two cores a second merge thread (with its own compressor) measured slower, not faster.
+      const mergeThreads = runs.length > 0 && runBytes > 0 ? Math.max(1, o.mergeThreads ?? 1) : 1;
+      const maxFanIn = Math.max(2, Math.floor(memoryLimitBytes / 2 / MERGE_READ_BUFFER_MIN_BYTES / mergeThreads));
+      while (runs.length > maxFanIn) {
+        const group = runs.slice(0, maxFanIn);
+        const merged = mergeRunsIntoRun(group, this.nextRunPath(), mergeReadBufferBytes(memoryLimitBytes, group.length));
+        runs = [merged, ...runs.slice(maxFanIn)];
+      }
+      const ranges = mergeThreads > 1 ? planKeyRanges(runs, mergeThreads) : [];
+      let merge: MergeResult;
+      let written: WrittenFile[];
+      try {
+        if (ranges.length > 1) {
+          const readBufferBytes = mergeReadBufferBytes(memoryLimitBytes, runs.length * ranges.length);
+          const base = { policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes, sstOptions: o.sstOptions ?? {} };
+          ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, progress));
+        } else {
+          this.output = new SstSetWriter(o.outputDir, this.token, 0, targetFileSizeBytes, o.sstOptions ?? {});
+          merge = mergeRunsIntoSsts(runs, policy, this.output, mergeReadBufferBytes(memoryLimitBytes, runs.length), (n) =>
+            progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: outcome.rowsRead }),
+          );
+          written = merge.duplicateCount > 0 && policy === 'error' ? [] : this.output.finish();
+        }
+      } finally {
+        progress.done();
+      }
+      this.written = written;
+
+      if (merge.duplicateCount > 0 && policy === 'error') {
+        const fmt = (k: Buffer): string => (keySpec !== null ? keySpec.format(k) : k.toString('hex'));
+        const lines = merge.duplicates.map((d) => {
+          const a = locate(d.first.source, d.first.line);
+          const b = locate(d.duplicate.source, d.duplicate.line);
+          return `  key ${fmt(d.key)}: ${b.file} line ${b.line} repeats ${a.file} line ${a.line}`;
+        });
+        const more = merge.duplicateCount > merge.duplicates.length ? `\n  ... and ${merge.duplicateCount - merge.duplicates.length} more` : '';
+        throw new IngestError('DUPLICATE_KEY', `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`);
+      }
+      const tMerged = performance.now();
+
+      // Phase 3: publish.
+      const finalPaths = publishFiles(o.outputDir, written);
+      this.finished = true;
+      const tPublished = performance.now();
+      const summary = this.summarize({
+        o,
+        inputSizes,
+        totalInput,
+        fast,
+        parserReason,
+        threads,
+        outcome,
+        merge,
+        policy,
+        written,
+        finalPaths,
+        mergeThreads: ranges.length > 1 ? ranges.length : 1,
+        keySpec,
+        locate,
+        memoryLimitBytes,
+        runs: outcome.runs,
+        seconds: { parse: (tParsed - t0) / 1000, merge: (tMerged - tParsed) / 1000, publish: (tPublished - tMerged) / 1000 },
+      });
+      if (o.writeSummaryFile ?? true) writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+      return summary;
+    } finally {
+      this.cleanupSync();
+    }
+  }
+
+  private prepareOutputDir(dir: string): void {
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+    } catch (e) {
+      throw new IngestError('IO', `cannot create --output-dir ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+    const existing = fs.readdirSync(dir).filter((f) => f.endsWith('.sst'));
+    if (existing.length > 0) throw new IngestError('USAGE', `--output-dir ${dir} already holds SST files (${existing.slice(0, 3).join(', ')}...); import into an empty directory`);
+  }
+
+  private nextRunPath(): string {
+    return path.join(this.workDir as string, `run-${String(++this.runCounter).padStart(6, '0')}.run`);
+  }
+
+  private async parseInProcess(inputs: string[], settings: ParseSettings, fast: boolean, memoryLimitBytes: number, progress: Progress): Promise<ParseOutcome> {
+    const buffer = new SortBuffer(Math.max(memoryLimitBytes - PARSER_FIXED_BYTES, MIN_MEMORY_LIMIT_BYTES / 2));
+    const runs: RunInfo[] = [];
+    const sources: SourceInfo[] = inputs.map((file) => ({ file, lineOffset: 0 }));
+    const spill = (): void => {
+      if (buffer.count === 0) return;
+      runs.push(spillSortBuffer(buffer, this.nextRunPath()));
+      buffer.clear();
+    };
+    const describe = (source: number): string => displayName(sources[source].file);
+    const sink = new RowSink(
+      settings.plan,
+      null,
+      buffer,
+      settings.quoteByte,
+      spill,
+      settings.maxBadRows,
+      settings.maxBadRows + 1,
+      (row) => {
+        throw tooManyBadRowsError(row, describe(row.source), settings.maxBadRows, sink.badRows, sources);
+      },
+      describe,
+    );
+    let inputBytes = 0;
+    let doneBefore = 0;
+    const total = inputs.reduce<number | null>((a, p) => (a === null || p === '-' ? null : a + statSize(p)), 0);
+    for (let i = 0; i < inputs.length; i++) {
+      sink.source = i;
+      sink.expectHeader = settings.plan.header;
+      const src = await openByteSource(inputs[i]);
+      const onProgress = (consumed: number): void => progress.update({ phase: 'parse', doneBytes: doneBefore + consumed, totalBytes: total, rows: sink.rows, totalRows: null });
+      try {
+        if (fast) await readCsvFast(src, settings.dialect, sink, { onProgress, window: buffer.windowRegion() });
+        else await readCsvWithCsvParse(src, settings.dialect, sink, { onProgress });
+        inputBytes += src.consumedBytes();
+        doneBefore += src.consumedBytes();
+      } finally {
+        await src.close();
+      }
+    }
+    spill();
+    return { runs, sources, rowsRead: sink.rows, badRowCount: sink.badRowCount, badRows: sink.badRows, bound: sink.bound, inputBytes, ranges: 0, rangesRetried: 0 };
+  }
+
+  private summarize(a: {
+    o: ImportOptions;
+    inputSizes: (number | null)[];
+    totalInput: number;
+    fast: boolean;
+    parserReason: string;
+    threads: number;
+    outcome: ParseOutcome;
+    merge: MergeResult;
+    policy: DuplicatePolicy;
+    written: WrittenFile[];
+    finalPaths: string[];
+    mergeThreads: number;
+    keySpec: KeySpec | null;
+    locate: (source: number, line: number) => RowLocation;
+    memoryLimitBytes: number;
+    runs: RunInfo[];
+    seconds: { parse: number; merge: number; publish: number };
+  }): ImportSummary {
+    const fmt = (k: Buffer): string => (a.keySpec !== null ? a.keySpec.format(k) : `0x${k.toString('hex')}`);
+    const total = a.seconds.parse + a.seconds.merge + a.seconds.publish;
+    const round = (x: number): number => Math.round(x * 1000) / 1000;
+    return {
+      inputs: a.o.inputs.map((p, i) => ({ path: displayName(p), bytes: a.inputSizes[i] })),
+      inputBytes: a.outcome.inputBytes,
+      parser: a.fast ? 'fast' : 'csv-parse',
+      parserReason: a.parserReason,
+      parseThreads: a.threads,
+      parseRanges: a.outcome.ranges,
+      parseRangesRetried: a.outcome.rangesRetried,
+      mergeThreads: a.mergeThreads,
+      rowsRead: a.outcome.rowsRead,
+      rowsWritten: a.merge.rowsWritten,
+      badRows: a.outcome.badRowCount,
+      rejectsPath: a.o.rejectsPath ?? null,
+      duplicates: {
+        policy: a.policy,
+        count: a.merge.duplicateCount,
+        examples: a.merge.duplicates.map((d) => ({ key: fmt(d.key), first: a.locate(d.first.source, d.first.line), duplicate: a.locate(d.duplicate.source, d.duplicate.line) })),
+      },
+      outputDir: a.o.outputDir,
+      outputFiles: a.written.map((f, i) => {
+        const smallest = Buffer.from(f.smallestUserKey);
+        const largest = Buffer.from(f.largestUserKey);
+        return {
+          path: a.finalPaths[i],
+          fileSizeBytes: f.fileSizeBytes,
+          entries: f.entries,
+          smallestKey: fmt(smallest),
+          largestKey: fmt(largest),
+          smallestKeyHex: smallest.toString('hex'),
+          largestKeyHex: largest.toString('hex'),
+        };
+      }),
+      runs: a.runs.length,
+      runBytes: a.runs.reduce((s, r) => s + r.bytes, 0),
+      phases: { parseSeconds: round(a.seconds.parse), mergeSeconds: round(a.seconds.merge), publishSeconds: round(a.seconds.publish), totalSeconds: round(total) },
+      rowsPerSecond: Math.round(a.outcome.rowsRead / Math.max(total, 1e-9)),
+      inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
+      memoryLimitBytes: a.memoryLimitBytes,
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
+    };
+  }
+}
+
+function statSize(p: string): number {
+  try {
+    return fs.statSync(p).size;
+  } catch (e) {
+    throw new IngestError('BAD_INPUT', `cannot read input ${p}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Rejects: JSON lines {"file","line","reason","text"}, in input order. */
+function writeRejects(file: string, rows: BadRow[], locate: (source: number, line: number) => RowLocation): void {
+  const sorted = [...rows].sort((x, y) => x.source - y.source || x.line - y.line);
+  const text = sorted.map((r) => JSON.stringify({ ...locate(r.source, r.line), reason: r.reason, text: r.text })).join('\n');
+  try {
+    fs.writeFileSync(file, text.length > 0 ? `${text}\n` : '');
+  } catch (e) {
+    throw new IngestError('IO', `cannot write --rejects ${file}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+function writeFileAtomic(file: string, text: string): void {
+  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
+/** Convenience: run one import. */
+export async function runImport(opts: ImportOptions): Promise<ImportSummary> {
+  return new CsvImport(opts).run();
+}

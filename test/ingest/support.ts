@@ -1,0 +1,63 @@
+/** Helpers for the ingest tests: in-memory byte sources. */
+import { ByteSource } from '../../src/ingest/inputSource';
+
+/** A ByteSource over a Buffer that hands out at most `maxRead` bytes per read (to split records). */
+export function memorySource(data: Buffer, maxRead = 1 << 30, name = 'memory'): ByteSource {
+  let pos = 0;
+  return {
+    name,
+    totalBytes: data.length,
+    async read(buf: Buffer, offset: number, length: number): Promise<number> {
+      const n = Math.min(length, maxRead, data.length - pos);
+      data.copy(buf, offset, pos, pos + n);
+      pos += n;
+      return n;
+    },
+    consumedBytes: () => pos,
+    async close() {},
+  };
+}
+
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { TableReader } from '../../src/engine/table/tableReader';
+import { userKeyOf } from '../../src/sstwriter/internalKey';
+
+export interface Entry {
+  key: Buffer;
+  value: Buffer;
+}
+
+/** Every entry of the SSTs in `dir` (final names, in name order), checking files do not overlap. */
+export function readOutputSsts(dir: string): { entries: Entry[]; files: string[] } {
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => /^[0-9]{6}\.sst$/.test(f))
+    .sort();
+  const entries: Entry[] = [];
+  for (const f of files) {
+    const reader = TableReader.open(path.join(dir, f));
+    const it = reader.newIterator();
+    try {
+      let firstInFile = true;
+      for (it.first(); it.valid(); it.next()) {
+        const key = Buffer.from(userKeyOf(it.key()));
+        if (entries.length > 0) {
+          const c = Buffer.compare(entries[entries.length - 1].key, key);
+          if (c >= 0) throw new Error(`${f}: key ${key.toString('hex')} not above the previous key${firstInFile ? ' (files overlap)' : ''}`);
+        }
+        firstInFile = false;
+        entries.push({ key, value: Buffer.from(it.value()) });
+      }
+    } finally {
+      it.close();
+      reader.close();
+    }
+  }
+  return { entries, files };
+}
+
+export function tempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
