@@ -1,0 +1,316 @@
+/**
+ * The user-facing iterator: user keys and values of one consistent snapshot of the database,
+ * built on the merging iterator over memtables and levels.
+ *
+ * What it hides from the internal stream (internal-key order: user key ascending, newest
+ * version first):
+ * - versions newer than the read sequence (written after the snapshot),
+ * - older versions of a user key once its newest visible version has been seen,
+ * - keys whose newest visible version is a point deletion.
+ * (Range deletions do not hide keys yet; that is the next issue.)
+ *
+ * Forward, the internal iterator stands on the entry being returned, so key() and value() are
+ * views into it; stepping on costs one user-key comparison per internal entry (is it still the
+ * key just returned?). Backward, LevelDB's scheme: the iterator walks back through all versions
+ * of the previous user key, keeping the newest visible one in a saved key/value buffer, and ends
+ * standing before that key. Switching direction repositions accordingly. A key with more than
+ * MAX_SEQUENTIAL_SKIPS hidden versions is skipped by one reseek instead of step by step.
+ *
+ * Bounds (user keys, lower inclusive, upper exclusive) are enforced by the children: per data
+ * block in tables, per file in levels, per key only in memtables. This iterator never compares
+ * a key with a bound; `setBounds` passes new bounds down and the iterator must be re-positioned.
+ *
+ * trySeekUsingNext (Pebble's contract for the user-facing iterator): `seekGE(k, {trySeekUsingNext:
+ * true})` promises that k >= the previous seekGE target and that since that seek the iterator
+ * moved only by next() and not past the first key >= k. Then a current key >= k is already the
+ * answer (one comparison), an exhausted iterator stays exhausted, and otherwise the flag goes to
+ * the merging iterator, which passes it to the children allowed it. It is ignored after a
+ * backward move, setBounds, or an internal reseek (whose target may exceed the caller's).
+ *
+ * Key and value views stay valid until the iterator next moves.
+ */
+import { InternalIterator } from './iterator';
+import { BoundedInternalIterator } from './boundedIterator';
+import { compareByteRanges } from './keyCompare';
+import { perf } from './perfContext';
+import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../sstwriter/internalKey';
+import { assert } from '../util/errors';
+
+/** Hidden versions of one key stepped over before reseeking past them (RocksDB's default). */
+export const MAX_SEQUENTIAL_SKIPS = 8;
+
+export interface DbIteratorOptions {
+  lowerBound?: Buffer;
+  upperBound?: Buffer;
+}
+
+export interface DbSeekOptions {
+  trySeekUsingNext?: boolean;
+}
+
+const enum Direction {
+  Forward,
+  Reverse,
+}
+
+/** A growable byte buffer for saved keys and values, reused across positions. */
+class SavedBytes {
+  buf: Buffer = Buffer.allocUnsafe(64);
+  length = 0;
+  set(src: Buffer, start: number, end: number): void {
+    const n = end - start;
+    if (n > this.buf.length) this.buf = Buffer.allocUnsafe(Math.max(n, 2 * this.buf.length));
+    src.copy(this.buf, 0, start, end);
+    this.length = n;
+  }
+  view(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
+}
+
+export class DbIterator {
+  private readonly internal: InternalIterator;
+  private readonly boundedChildren: readonly BoundedInternalIterator[];
+  private readonly readSeq: number;
+  private readonly onClose: () => void;
+  private direction = Direction.Forward;
+  private isValid = false;
+  /** Forward: the user key being skipped. Reverse: the current user key. */
+  private readonly savedKey = new SavedBytes();
+  /** Reverse only: the current value. */
+  private readonly savedValue = new SavedBytes();
+  /** Since the last seekGE: moved only forward, and no internal reseek (trySeekUsingNext allowed). */
+  private trySeekAllowed = false;
+  private seekKeyBuf: Buffer = Buffer.allocUnsafe(64);
+  private closed = false;
+
+  constructor(internal: InternalIterator, boundedChildren: readonly BoundedInternalIterator[], readSeq: number, onClose: () => void) {
+    this.internal = internal;
+    this.boundedChildren = boundedChildren;
+    this.readSeq = readSeq;
+    this.onClose = onClose;
+  }
+
+  /** The sequence number this iterator reads at. */
+  get sequence(): number {
+    return this.readSeq;
+  }
+
+  valid(): boolean {
+    return this.isValid;
+  }
+
+  /** The current user key (a view). */
+  key(): Buffer {
+    assert(this.isValid, 'DbIterator.key() on an invalid iterator');
+    if (this.direction === Direction.Reverse) return this.savedKey.view();
+    const ikey = this.internal.key();
+    return ikey.subarray(0, ikey.length - TRAILER_BYTES);
+  }
+
+  value(): Buffer {
+    assert(this.isValid, 'DbIterator.value() on an invalid iterator');
+    return this.direction === Direction.Reverse ? this.savedValue.view() : this.internal.value();
+  }
+
+  /** Replaces the bounds; re-position the iterator afterwards. */
+  setBounds(lowerBound?: Buffer, upperBound?: Buffer): void {
+    this.checkOpen();
+    for (const c of this.boundedChildren) c.setBounds(lowerBound, upperBound);
+    this.isValid = false;
+    this.trySeekAllowed = false;
+  }
+
+  first(): void {
+    this.checkOpen();
+    this.direction = Direction.Forward;
+    this.trySeekAllowed = false;
+    this.internal.first();
+    this.findNextUserEntry(false);
+  }
+
+  last(): void {
+    this.checkOpen();
+    this.trySeekAllowed = false;
+    this.direction = Direction.Reverse;
+    this.internal.last();
+    this.findPrevUserEntry();
+  }
+
+  seekGE(userKey: Buffer, opts?: DbSeekOptions): void {
+    this.checkOpen();
+    if (opts !== undefined && opts.trySeekUsingNext === true && this.trySeekAllowed && this.direction === Direction.Forward) {
+      if (!this.isValid) return; // exhausted moving forward: nothing >= a larger target either
+      perf.keyComparisons++;
+      const cur = this.internal.key();
+      if (compareByteRanges(cur, 0, cur.length - TRAILER_BYTES, userKey, 0, userKey.length) >= 0) return;
+      this.internal.seekGE(this.seekKey(userKey, this.readSeq), { trySeekUsingNext: true });
+    } else {
+      this.internal.seekGE(this.seekKey(userKey, this.readSeq));
+    }
+    this.direction = Direction.Forward;
+    this.trySeekAllowed = true;
+    this.findNextUserEntry(false);
+  }
+
+  seekLT(userKey: Buffer): void {
+    this.checkOpen();
+    this.trySeekAllowed = false;
+    this.direction = Direction.Reverse;
+    // (userKey, max seq) is the first internal key of userKey: everything before it is < userKey.
+    this.internal.seekLT(this.seekKey(userKey, MAX_SEQUENCE_NUMBER));
+    this.findPrevUserEntry();
+  }
+
+  next(): void {
+    this.checkOpen();
+    assert(this.isValid, 'DbIterator.next() on an invalid iterator');
+    if (this.direction === Direction.Reverse) {
+      // The internal iterator stands before the current key's versions: step back onto them,
+      // then skip them all.
+      this.direction = Direction.Forward;
+      this.trySeekAllowed = false;
+      if (this.internal.valid()) this.internal.next();
+      else this.internal.first();
+    } else {
+      const ikey = this.internal.key();
+      this.savedKey.set(ikey, 0, ikey.length - TRAILER_BYTES);
+      this.internal.next();
+    }
+    this.findNextUserEntry(true);
+  }
+
+  prev(): void {
+    this.checkOpen();
+    assert(this.isValid, 'DbIterator.prev() on an invalid iterator');
+    this.trySeekAllowed = false;
+    if (this.direction === Direction.Forward) {
+      // Step back past every entry of the current key, then scan backward as usual.
+      const ikey = this.internal.key();
+      this.savedKey.set(ikey, 0, ikey.length - TRAILER_BYTES);
+      const saved = this.savedKey.buf;
+      const savedLength = this.savedKey.length;
+      for (;;) {
+        this.internal.prev();
+        if (!this.internal.valid()) {
+          this.isValid = false;
+          return;
+        }
+        const k = this.internal.key();
+        perf.keyComparisons++;
+        if (compareByteRanges(k, 0, k.length - TRAILER_BYTES, saved, 0, savedLength) < 0) break;
+      }
+      this.direction = Direction.Reverse;
+    }
+    this.findPrevUserEntry();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.isValid = false;
+    this.internal.close();
+    this.onClose();
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  private checkOpen(): void {
+    assert(!this.closed, 'DbIterator used after close()');
+  }
+
+  /**
+   * (userKey, seq, Seek) in a reused buffer: the first internal key of userKey visible at seq.
+   * Children use a seek target only during the call, so reuse is safe.
+   */
+  private seekKey(userKey: Buffer, seq: number): Buffer {
+    const n = userKey.length + TRAILER_BYTES;
+    if (this.seekKeyBuf.length < n) this.seekKeyBuf = Buffer.allocUnsafe(2 * n);
+    userKey.copy(this.seekKeyBuf, 0);
+    writeTrailer(this.seekKeyBuf, userKey.length, seq, ValueType.Seek);
+    return this.seekKeyBuf.subarray(0, n);
+  }
+
+  /**
+   * Moves forward from the internal position to the first visible, undeleted user key. With
+   * `skipping`, entries of savedKey (the key just returned or deleted) are stepped over.
+   */
+  private findNextUserEntry(skipping: boolean): void {
+    const it = this.internal;
+    let skipped = 0;
+    while (it.valid()) {
+      const ikey = it.key();
+      const userKeyLength = ikey.length - TRAILER_BYTES;
+      if (sequenceOf(ikey) <= this.readSeq) {
+        perf.keyComparisons += skipping ? 1 : 0;
+        if (skipping && compareByteRanges(ikey, 0, userKeyLength, this.savedKey.buf, 0, this.savedKey.length) <= 0) {
+          // An older version of a key already returned or deleted.
+          if (++skipped > MAX_SEQUENTIAL_SKIPS) {
+            this.reseekPast(this.savedKey.view());
+            skipped = 0;
+            continue;
+          }
+        } else {
+          const type = typeOf(ikey);
+          if (type === ValueType.Value) {
+            this.isValid = true;
+            return;
+          }
+          // A deletion (or a type this engine does not write): the key is hidden; skip its versions.
+          this.savedKey.set(ikey, 0, userKeyLength);
+          skipping = true;
+          skipped = 0;
+        }
+      }
+      it.next();
+    }
+    this.isValid = false;
+  }
+
+  /** Seeks to the first entry after every version of `userKey`. */
+  private reseekPast(userKey: Buffer): void {
+    this.trySeekAllowed = false;
+    // (userKey, 0, Deletion) is the last possible internal key of userKey.
+    const target = makeInternalKey(userKey, 0, ValueType.Deletion);
+    this.internal.seekGE(target);
+    const it = this.internal;
+    if (it.valid()) {
+      const k = it.key();
+      perf.keyComparisons++;
+      if (compareByteRanges(k, 0, k.length - TRAILER_BYTES, userKey, 0, userKey.length) === 0) it.next();
+    }
+  }
+
+  /**
+   * Scans backward from the internal position for the newest visible version of the previous
+   * user key; leaves it in savedKey/savedValue and the internal iterator before its versions.
+   */
+  private findPrevUserEntry(): void {
+    const it = this.internal;
+    let type = ValueType.Deletion;
+    while (it.valid()) {
+      const ikey = it.key();
+      if (sequenceOf(ikey) <= this.readSeq) {
+        const userKeyLength = ikey.length - TRAILER_BYTES;
+        if (type !== ValueType.Deletion) {
+          perf.keyComparisons++;
+          if (compareByteRanges(ikey, 0, userKeyLength, this.savedKey.buf, 0, this.savedKey.length) < 0) break;
+        }
+        type = typeOf(ikey) === ValueType.Value ? ValueType.Value : ValueType.Deletion;
+        if (type === ValueType.Value) {
+          this.savedKey.set(ikey, 0, userKeyLength);
+          const v = it.value();
+          this.savedValue.set(v, 0, v.length);
+        }
+      }
+      it.prev();
+    }
+    if (type === ValueType.Deletion) {
+      this.isValid = false;
+      this.direction = Direction.Forward;
+    } else {
+      this.isValid = true;
+      this.direction = Direction.Reverse;
+    }
+  }
+}

@@ -1,0 +1,719 @@
+/**
+ * The engine: a persistent LSM key-value store over one directory.
+ *
+ * Directory layout: see fileNames.ts. Durable state is the MANIFEST (which table files, in which
+ * levels; see manifest.ts) plus the write-ahead logs not yet flushed into tables.
+ *
+ * Writes: every write is a batch (put/delete/deleteRange are one-record batches). A batch gets
+ * consecutive sequence numbers, is appended to the WAL as one record (fdatasynced when `sync`),
+ * then inserted into the active memtable. A batch is therefore durable and visible as a whole or
+ * not at all. When the active memtable reaches writeBufferSizeBytes, it becomes immutable and a
+ * new memtable and a new WAL take over; a background flush writes immutable memtables, oldest
+ * first, to L0 tables and logs each in the manifest together with the new oldest live WAL number,
+ * after which older WALs are deleted. Past maxImmutableMemtables unflushed memtables, writers
+ * wait (never fail) for a flush to finish.
+ *
+ * Reads: a read sees everything up to a sequence number: the latest, or a snapshot's. `get`
+ * asks the active memtable, the immutable ones newest first, each L0 file whose key range
+ * covers the key (newest first), then at most one file per deeper level found by binary search;
+ * a table consults its Bloom filter before reading any data block. The first version found
+ * decides (a point deletion means absent). Iterators merge all of these (see dbIterator.ts).
+ * Range deletions are stored, flushed and recovered, but do not hide keys yet (next issue).
+ *
+ * Recovery (open): take the LOCK, replay the manifest, replay every WAL at or after the
+ * manifest's log number into a memtable (a torn tail is dropped, corruption in the middle is an
+ * error), then start a fresh WAL and a fresh manifest. If the replayed data outgrew one write
+ * buffer it is flushed to L0 right away, so that a WAL is always retired whole; otherwise it stays
+ * in the memtable and its WALs stay live. close() flushes nothing: it stops a running flush (its
+ * partial file is deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { IngestError, assert } from '../util/errors';
+import { TRAILER_BYTES, ValueType, writeTrailer } from '../sstwriter/internalKey';
+import { TableBuilderOptions } from '../sstwriter/tableBuilder';
+import { BlockCache } from './table/blockCache';
+import { DbLock } from './lockFile';
+import { FileKind, logFileName, manifestFileName, parseFileName, tableFileName } from './fileNames';
+import { removeIfExists, syncDir } from './durableFs';
+import { BYTEWISE_COMPARATOR_NAME, ManifestState, emptyManifestState, recoverManifest } from './manifest';
+import { LogWriter } from './wal/logWriter';
+import { DroppedTail } from './wal/logReader';
+import { WriteBatch, iterateRecords } from './writeBatch';
+import { MemtableInserter, replayLogs } from './walReplay';
+import { LookupResult, LookupValue, Memtable, RangeTombstone } from './memtable/memtable';
+import { VersionSet } from './versionSet';
+import { Version, fileMayContain, findFile, compareUserKeyToFileBound } from './version';
+import { TableCache } from './tableCache';
+import { ABORTED, FlushOptions, flushMemtable, flushMemtableSync } from './flush';
+import { FileMetaData, NUM_LEVELS, VersionEdit } from './versionEdit';
+import { MergingIterator } from './mergingIterator';
+import { LevelIterator } from './levelIterator';
+import { BoundedInternalIterator, PerKeyBoundsIterator } from './boundedIterator';
+import { DbIterator } from './dbIterator';
+
+/** The table options an engine lets a user choose for the files it writes. */
+export type EngineTableOptions = Partial<
+  Pick<TableBuilderOptions, 'formatVersion' | 'checksumType' | 'compression' | 'blockSizeBytes' | 'blockRestartInterval' | 'bloomBitsPerKey'>
+>;
+
+export interface EngineOptions {
+  /** Create the database if the directory holds none (default true). */
+  createIfMissing?: boolean;
+  /** Refuse to open an existing database (default false). */
+  errorIfExists?: boolean;
+  /** Memtable size at which it becomes immutable and is flushed (default 64 MiB). */
+  writeBufferSizeBytes?: number;
+  /** Unflushed immutable memtables past which writers wait (default 2). */
+  maxImmutableMemtables?: number;
+  /** Default for WriteOptions.sync (default false). */
+  sync?: boolean;
+  /** Shared data-block cache; default a new cache of blockCacheSizeBytes. */
+  blockCache?: BlockCache;
+  /** Size of the default block cache (default 32 MiB). */
+  blockCacheSizeBytes?: number;
+  /** Table readers kept open (default 1000). */
+  maxOpenFiles?: number;
+  maxManifestFileSizeBytes?: number;
+  /** Options for flushed tables (defaults: the table builder's, i.e. format 5, LZ4, 10 bits/key Bloom). */
+  table?: EngineTableOptions;
+  /** Entries a background flush writes between returns to the event loop (default 4096). */
+  flushSliceEntries?: number;
+}
+
+export interface WriteOptions {
+  /** fdatasync the WAL before the write returns. */
+  sync?: boolean;
+}
+
+export interface ReadOptions {
+  snapshot?: Snapshot;
+}
+
+export interface IteratorOptions extends ReadOptions {
+  /** Inclusive lower bound (user key). Held by reference: do not modify it while iterating. */
+  lowerBound?: Buffer;
+  /** Exclusive upper bound (user key). Held by reference: do not modify it while iterating. */
+  upperBound?: Buffer;
+}
+
+/** What recovery found, for logs and tests. */
+export interface RecoveryReport {
+  /** WALs replayed, oldest first. */
+  logsReplayed: number[];
+  batchesReplayed: number;
+  /** WALs whose torn tail was dropped. */
+  droppedTails: Array<{ logNumber: number } & DroppedTail>;
+  /** Tables written because the replayed data outgrew one write buffer. */
+  tablesFlushedAtOpen: number;
+}
+
+export interface EngineStats {
+  lastSequence: number;
+  activeMemtableBytes: number;
+  immutableMemtables: number;
+  filesPerLevel: number[];
+  flushes: number;
+  /** Writes that had to wait for a flush. */
+  writeStalls: number;
+  liveSnapshots: number;
+  openTables: number;
+  walNumber: number;
+  manifestNumber: number;
+}
+
+/** A pinned read point: reads through it see exactly the writes up to `sequence`. */
+export class Snapshot {
+  private released = false;
+  constructor(
+    readonly sequence: number,
+    private readonly owner: Set<Snapshot>,
+  ) {
+    owner.add(this);
+  }
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.owner.delete(this);
+  }
+}
+
+interface ImmutableMemtable {
+  mem: Memtable;
+  /** The WAL the next memtable writes to: once this one is flushed, older WALs are obsolete. */
+  logNumberAfterFlush: number;
+}
+
+const DEFAULTS = {
+  writeBufferSizeBytes: 64 * 1024 * 1024,
+  maxImmutableMemtables: 2,
+  blockCacheSizeBytes: 32 * 1024 * 1024,
+  maxOpenFiles: 1000,
+  flushSliceEntries: 4096,
+};
+/** Writes smaller than this would make every few writes a flush; refuse them as misconfiguration. */
+const MIN_WRITE_BUFFER_BYTES = 4 * 1024;
+const MAX_INITIAL_ARENA_BYTES = 4 * 1024 * 1024;
+
+function invalid(message: string): IngestError {
+  return new IngestError('INVALID_ARGUMENT', message);
+}
+
+export class Engine {
+  readonly dir: string;
+  readonly recovery: RecoveryReport;
+  private readonly writeBufferSizeBytes: number;
+  private readonly maxImmutableMemtables: number;
+  private readonly syncByDefault: boolean;
+  private readonly initialArenaBytes: number;
+  private readonly flushOptions: Omit<FlushOptions, 'fileNumber'>;
+  private readonly lock: DbLock;
+  private readonly versions: VersionSet;
+  private readonly tableCache: TableCache;
+  private readonly snapshots = new Set<Snapshot>();
+
+  private mem: Memtable;
+  private wal: LogWriter;
+  private readonly imms: ImmutableMemtable[] = [];
+  /** WAL numbers on disk that may still hold unflushed data, ascending. */
+  private liveLogNumbers: number[];
+
+  private flushRunning: Promise<void> | null = null;
+  private flushWaiters: Array<() => void> = [];
+  private backgroundError: Error | null = null;
+  private closing = false;
+  private closed = false;
+  private closePromise: Promise<void> | null = null;
+  private flushCount = 0;
+  private stallCount = 0;
+
+  private readonly inserter = new MemtableInserter();
+  private readonly scratchBatch = new WriteBatch();
+  private readonly lookup: LookupValue = { value: null };
+  private seekKeyBuf = Buffer.allocUnsafe(64);
+
+  private constructor(
+    dir: string,
+    opts: Required<Pick<EngineOptions, 'writeBufferSizeBytes' | 'maxImmutableMemtables' | 'sync'>>,
+    flushOptions: Omit<FlushOptions, 'fileNumber'>,
+    lock: DbLock,
+    versions: VersionSet,
+    tableCache: TableCache,
+    recovered: { mem: Memtable; wal: LogWriter; liveLogNumbers: number[]; report: RecoveryReport },
+  ) {
+    this.dir = dir;
+    this.writeBufferSizeBytes = opts.writeBufferSizeBytes;
+    this.maxImmutableMemtables = opts.maxImmutableMemtables;
+    this.syncByDefault = opts.sync;
+    this.initialArenaBytes = initialArenaSize(opts.writeBufferSizeBytes);
+    this.flushOptions = flushOptions;
+    this.lock = lock;
+    this.versions = versions;
+    this.tableCache = tableCache;
+    this.mem = recovered.mem;
+    this.wal = recovered.wal;
+    this.liveLogNumbers = recovered.liveLogNumbers;
+    this.recovery = recovered.report;
+  }
+
+  // --- open / close ------------------------------------------------------------------------------
+
+  static async open(dir: string, options: EngineOptions = {}): Promise<Engine> {
+    const writeBufferSizeBytes = options.writeBufferSizeBytes ?? DEFAULTS.writeBufferSizeBytes;
+    if (!Number.isSafeInteger(writeBufferSizeBytes) || writeBufferSizeBytes < MIN_WRITE_BUFFER_BYTES) {
+      throw invalid(`writeBufferSizeBytes must be an integer >= ${MIN_WRITE_BUFFER_BYTES}, got ${writeBufferSizeBytes}`);
+    }
+    const maxImmutableMemtables = options.maxImmutableMemtables ?? DEFAULTS.maxImmutableMemtables;
+    if (!Number.isInteger(maxImmutableMemtables) || maxImmutableMemtables < 1) {
+      throw invalid(`maxImmutableMemtables must be an integer >= 1, got ${maxImmutableMemtables}`);
+    }
+    const maxOpenFiles = options.maxOpenFiles ?? DEFAULTS.maxOpenFiles;
+    if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) throw invalid(`maxOpenFiles must be an integer >= 1, got ${maxOpenFiles}`);
+    const flushSliceEntries = options.flushSliceEntries ?? DEFAULTS.flushSliceEntries;
+    if (!Number.isInteger(flushSliceEntries) || flushSliceEntries < 1) throw invalid(`flushSliceEntries must be an integer >= 1`);
+
+    const createIfMissing = options.createIfMissing ?? true;
+    if (!fs.existsSync(dir)) {
+      if (!createIfMissing) throw invalid(`database directory ${dir} does not exist (createIfMissing is false)`);
+      fs.mkdirSync(dir, { recursive: true });
+    }
+    const lock = DbLock.acquire(dir);
+    // Set once open succeeds; until then every failure releases the lock.
+    let engine: Engine | null = null;
+    let closeOnFailure: Array<() => void> = [];
+    try {
+      const recovered = recoverManifest(dir);
+      if (recovered === null && !createIfMissing) throw invalid(`${dir} holds no database (createIfMissing is false)`);
+      if (recovered !== null && options.errorIfExists === true) throw invalid(`database ${dir} already exists (errorIfExists is true)`);
+      const state: ManifestState = recovered?.state ?? emptyManifestState();
+      state.comparator = BYTEWISE_COMPARATOR_NAME;
+
+      // No number in use may be handed out again, whatever the manifest last recorded.
+      const names = fs.readdirSync(dir);
+      const logsToReplay: number[] = [];
+      for (const name of names) {
+        const parsed = parseFileName(name);
+        if (parsed === null || parsed.number < 0) continue;
+        if (parsed.number >= state.nextFileNumber) state.nextFileNumber = parsed.number + 1;
+        if (parsed.kind === FileKind.Log && parsed.number >= state.logNumber) logsToReplay.push(parsed.number);
+      }
+      logsToReplay.sort((a, b) => a - b);
+
+      const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
+      const flushOptions: Omit<FlushOptions, 'fileNumber'> = { dir, table, entriesPerSlice: flushSliceEntries, shouldAbort: () => false };
+      const initialArenaBytes = initialArenaSize(writeBufferSizeBytes);
+      const replay = replayLogs(dir, logsToReplay, { writeBufferSizeBytes, initialArenaBytes, lastSequence: state.lastSequence });
+      state.lastSequence = replay.lastSequence;
+      const report: RecoveryReport = { logsReplayed: logsToReplay, batchesReplayed: replay.batches, droppedTails: replay.droppedTails, tablesFlushedAtOpen: 0 };
+
+      let mem = replay.memtables[replay.memtables.length - 1];
+      let liveLogNumbers = logsToReplay.slice();
+      if (replay.memtables.length > 1) {
+        // More than one write buffer's worth: flush it all now so the WALs retire whole.
+        for (const m of replay.memtables) {
+          const fileNumber = state.nextFileNumber++;
+          const meta = flushMemtableSync(m, { ...flushOptions, fileNumber });
+          if (meta !== null) {
+            state.levels[0].set(meta.fileNumber, meta);
+            report.tablesFlushedAtOpen++;
+          }
+        }
+        mem = new Memtable({ initialArenaBytes });
+        liveLogNumbers = [];
+      } else if (mem.isEmpty) {
+        liveLogNumbers = [];
+      }
+
+      const walNumber = state.nextFileNumber++;
+      const wal = LogWriter.create(logFileName(dir, walNumber));
+      closeOnFailure.push(() => wal.close());
+      liveLogNumbers.push(walNumber);
+      state.logNumber = liveLogNumbers[0];
+
+      const tableCache = new TableCache(dir, {
+        maxOpenFiles,
+        blockCache: options.blockCache ?? new BlockCache(options.blockCacheSizeBytes ?? DEFAULTS.blockCacheSizeBytes),
+      });
+      closeOnFailure.push(() => tableCache.close());
+      // The version set writes the new manifest (a snapshot of `state`) and points CURRENT at it.
+      let obsoleteHandler: (n: number) => void = () => undefined;
+      const versions = new VersionSet(dir, state, recovered?.manifestNumber ?? null, {
+        maxManifestFileSizeBytes: options.maxManifestFileSizeBytes,
+        onObsoleteFile: (n) => obsoleteHandler(n),
+      });
+      closeOnFailure.push(() => versions.close());
+
+      engine = new Engine(
+        dir,
+        { writeBufferSizeBytes, maxImmutableMemtables, sync: options.sync ?? false },
+        { ...flushOptions, shouldAbort: () => (engine as Engine).closing },
+        lock,
+        versions,
+        tableCache,
+        { mem, wal, liveLogNumbers, report },
+      );
+      const e = engine;
+      obsoleteHandler = (n) => e.deleteObsoleteTable(n);
+      e.deleteObsoleteFiles(names);
+      closeOnFailure = [];
+      return e;
+    } catch (err) {
+      for (const f of closeOnFailure.reverse()) {
+        try {
+          f();
+        } catch {
+          // Already failing; the first error is the one to report.
+        }
+      }
+      lock.release();
+      throw err;
+    }
+  }
+
+  /**
+   * Closes the database. Nothing is flushed: a running flush is abandoned (its data is still in
+   * the WALs, which recovery replays), the WAL is synced, and the LOCK is released.
+   */
+  close(): Promise<void> {
+    if (this.closePromise === null) this.closePromise = this.closeOnce();
+    return this.closePromise;
+  }
+
+  private async closeOnce(): Promise<void> {
+    this.closing = true;
+    // Stalled writers wake up and fail with "closed"; a running flush stops at its next slice.
+    this.wakeFlushWaiters();
+    if (this.flushRunning !== null) await this.flushRunning;
+    try {
+      this.wal.sync();
+    } finally {
+      this.wal.close();
+      this.versions.close();
+      this.tableCache.close();
+      this.closed = true;
+      this.lock.release();
+    }
+  }
+
+  // --- writes --------------------------------------------------------------------------------------
+
+  async put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<void> {
+    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+    const b = this.scratchBatch;
+    b.clear();
+    b.put(key, value);
+    this.commit(b, opts);
+  }
+
+  async delete(key: Buffer, opts?: WriteOptions): Promise<void> {
+    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+    const b = this.scratchBatch;
+    b.clear();
+    b.delete(key);
+    this.commit(b, opts);
+  }
+
+  /** Deletes [start, end). Stored and recovered; reads do not honour it yet (next issue). */
+  async deleteRange(start: Buffer, end: Buffer, opts?: WriteOptions): Promise<void> {
+    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+    const b = this.scratchBatch;
+    b.clear();
+    b.deleteRange(start, end);
+    this.commit(b, opts);
+  }
+
+  /** Applies a batch atomically. The batch is stamped with its sequence numbers. */
+  async write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
+    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+    this.commit(batch, opts);
+  }
+
+  // --- reads ---------------------------------------------------------------------------------------
+
+  /** The newest value of `key` visible at the read point, or null (absent or deleted). */
+  get(key: Buffer, opts?: ReadOptions): Buffer | null {
+    this.checkOpen();
+    const readSeq = opts?.snapshot?.sequence ?? this.versions.lastSequence;
+    const out = this.lookup;
+    let r = this.mem.get(key, readSeq, out);
+    if (r !== LookupResult.NotFound) return r === LookupResult.Found ? Buffer.from(out.value as Buffer) : null;
+    for (let i = this.imms.length - 1; i >= 0; i--) {
+      r = this.imms[i].mem.get(key, readSeq, out);
+      if (r !== LookupResult.NotFound) return r === LookupResult.Found ? Buffer.from(out.value as Buffer) : null;
+    }
+    const version = this.versions.current;
+    for (const file of version.files[0]) {
+      if (!fileMayContain(file, key)) continue;
+      const found = this.getFromFile(file, key, readSeq);
+      if (found !== undefined) return found;
+    }
+    let seekKey: Buffer | null = null;
+    for (let level = 1; level < NUM_LEVELS; level++) {
+      const files = version.files[level];
+      if (files.length === 0) continue;
+      if (seekKey === null) seekKey = this.seekKey(key, readSeq);
+      // The first file whose largest key is >= (key, readSeq) holds the newest visible version.
+      const i = findFile(files, seekKey);
+      if (i === files.length || compareUserKeyToFileBound(key, files[i].smallest) < 0) continue;
+      const found = this.getFromFile(files[i], key, readSeq);
+      if (found !== undefined) return found;
+    }
+    return null;
+  }
+
+  /** Pins the current sequence number; release() it when done. */
+  getSnapshot(): Snapshot {
+    this.checkOpen();
+    return new Snapshot(this.versions.lastSequence, this.snapshots);
+  }
+
+  newIterator(opts: IteratorOptions = {}): DbIterator {
+    this.checkOpen();
+    const readSeq = opts.snapshot?.sequence ?? this.versions.lastSequence;
+    // The iterator pins its read point and its version until closed.
+    const pin = new Snapshot(readSeq, this.snapshots);
+    const version = this.versions.current;
+    version.ref();
+    const { lowerBound, upperBound } = opts;
+    const children: BoundedInternalIterator[] = [new PerKeyBoundsIterator(this.mem.newIterator(), lowerBound, upperBound)];
+    for (let i = this.imms.length - 1; i >= 0; i--) children.push(new PerKeyBoundsIterator(this.imms[i].mem.newIterator(), lowerBound, upperBound));
+    // Each L0 file is its own sorted run; deeper levels are one run each.
+    for (const file of version.files[0]) children.push(new LevelIterator([file], this.tableCache, lowerBound, upperBound));
+    for (let level = 1; level < NUM_LEVELS; level++) {
+      if (version.files[level].length > 0) children.push(new LevelIterator(version.files[level], this.tableCache, lowerBound, upperBound));
+    }
+    return new DbIterator(new MergingIterator(children), children, readSeq, () => {
+      version.unref();
+      pin.release();
+    });
+  }
+
+  /**
+   * Every range tombstone visible at the read point, from memtables and tables (for tests and
+   * the read-path work of the next issue).
+   */
+  rangeTombstones(opts?: ReadOptions): RangeTombstone[] {
+    this.checkOpen();
+    const readSeq = opts?.snapshot?.sequence ?? this.versions.lastSequence;
+    const out: RangeTombstone[] = [];
+    const mems = [this.mem, ...this.imms.map((i) => i.mem)];
+    for (const m of mems) out.push(...m.rangeTombstones());
+    for (const files of this.versions.current.files) {
+      for (const file of files) {
+        const h = this.tableCache.acquire(file);
+        try {
+          out.push(...h.reader.rangeTombstones());
+        } finally {
+          h.release();
+        }
+      }
+    }
+    return out.filter((t) => t.seq <= readSeq);
+  }
+
+  // --- flushes and maintenance ---------------------------------------------------------------------
+
+  /** Makes the active memtable immutable (if it holds anything) and waits for all flushes. */
+  async flush(): Promise<void> {
+    this.checkWritable();
+    if (!this.mem.isEmpty) {
+      while (this.imms.length >= this.maxImmutableMemtables) await this.waitForFlushProgress();
+      this.checkWritable();
+      if (!this.mem.isEmpty) this.switchMemtable();
+    }
+    await this.waitForFlushes();
+  }
+
+  /** Waits until no immutable memtable is left (or a flush failed: then throws its error). */
+  async waitForFlushes(): Promise<void> {
+    while (this.imms.length > 0) {
+      this.checkWritable();
+      await this.waitForFlushProgress();
+    }
+    this.checkWritable();
+  }
+
+  /**
+   * Installs a version edit: for ingestion (placing prepared files into levels) and for tests.
+   * Files it adds must already be complete and durable in the directory.
+   */
+  applyVersionEdit(edit: VersionEdit): void {
+    this.checkWritable();
+    syncDir(this.dir);
+    this.versions.logAndApply(edit);
+  }
+
+  /** A fresh file number (for a table about to be placed with applyVersionEdit). */
+  newFileNumber(): number {
+    this.checkOpen();
+    return this.versions.newFileNumber();
+  }
+
+  get lastSequence(): number {
+    return this.versions.lastSequence;
+  }
+
+  /** The current version's files per level (L0 newest first). */
+  levelFiles(): ReadonlyArray<ReadonlyArray<FileMetaData>> {
+    return this.versions.current.files;
+  }
+
+  stats(): EngineStats {
+    const v: Version = this.versions.current;
+    return {
+      lastSequence: this.versions.lastSequence,
+      activeMemtableBytes: this.mem.approximateMemoryUsageBytes,
+      immutableMemtables: this.imms.length,
+      filesPerLevel: v.files.map((f) => f.length),
+      flushes: this.flushCount,
+      writeStalls: this.stallCount,
+      liveSnapshots: this.snapshots.size,
+      openTables: this.tableCache.openCount,
+      walNumber: this.liveLogNumbers[this.liveLogNumbers.length - 1],
+      manifestNumber: this.versions.manifestFileNumber,
+    };
+  }
+
+  // --- internals -----------------------------------------------------------------------------------
+
+  private checkOpen(): void {
+    if (this.closed || this.closing) throw invalid(`database ${this.dir} is closed`);
+  }
+
+  private checkWritable(): void {
+    this.checkOpen();
+    if (this.backgroundError !== null) {
+      throw new IngestError('IO', `database ${this.dir} stopped accepting writes after a failed flush: ${this.backgroundError.message}`, {
+        cause: this.backgroundError,
+      });
+    }
+  }
+
+  /**
+   * True when a writer must wait in makeRoomForWrite before committing. Writers re-check it after
+   * every wait and then commit without awaiting: other writers may have filled the memtable
+   * while this one waited, and only a check in the same synchronous step as the commit is sound.
+   */
+  private mustMakeRoom(): boolean {
+    return this.mem.approximateMemoryUsageBytes >= this.writeBufferSizeBytes || this.closing || this.backgroundError !== null;
+  }
+
+  /** Makes the active memtable immutable once full, waiting while too many await flushing. */
+  private async makeRoomForWrite(): Promise<void> {
+    let stalled = false;
+    for (;;) {
+      this.checkWritable();
+      if (this.mem.approximateMemoryUsageBytes < this.writeBufferSizeBytes) return;
+      if (this.imms.length < this.maxImmutableMemtables) {
+        this.switchMemtable();
+        return;
+      }
+      if (!stalled) {
+        stalled = true;
+        this.stallCount++;
+      }
+      await this.waitForFlushProgress();
+    }
+  }
+
+  /** Stamps, logs and applies a batch; no await inside, so batches never interleave. */
+  private commit(batch: WriteBatch, opts: WriteOptions | undefined): void {
+    this.checkWritable();
+    if (batch.count === 0) return;
+    const seq = this.versions.lastSequence + 1;
+    batch.setSequence(seq);
+    this.wal.addRecord(batch.encoded());
+    if (opts?.sync ?? this.syncByDefault) this.wal.sync();
+    this.inserter.mem = this.mem;
+    iterateRecords(batch.encoded(), seq, this.inserter, { file: this.wal.path, offset: 0 });
+    this.versions.lastSequence = seq + batch.count - 1;
+  }
+
+  private switchMemtable(): void {
+    const walNumber = this.versions.newFileNumber();
+    const wal = LogWriter.create(logFileName(this.dir, walNumber));
+    // The new WAL's name must be durable before a synced write in it is acknowledged.
+    syncDir(this.dir);
+    this.wal.close();
+    this.wal = wal;
+    this.liveLogNumbers.push(walNumber);
+    this.imms.push({ mem: this.mem, logNumberAfterFlush: walNumber });
+    this.mem = new Memtable({ initialArenaBytes: this.initialArenaBytes });
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushRunning !== null || this.imms.length === 0 || this.closing) return;
+    this.flushRunning = this.runFlushes().finally(() => {
+      this.flushRunning = null;
+      this.wakeFlushWaiters();
+      // A switch may have queued more while the last flush was finishing.
+      if (this.backgroundError === null) this.scheduleFlush();
+    });
+  }
+
+  /** Flushes immutable memtables oldest first until none is left (or the engine closes). */
+  private async runFlushes(): Promise<void> {
+    try {
+      while (this.imms.length > 0 && !this.closing) {
+        const imm = this.imms[0];
+        const fileNumber = this.versions.newFileNumber();
+        const meta = await flushMemtable(imm.mem, { ...this.flushOptions, fileNumber });
+        if (meta === ABORTED) return;
+        const edit = new VersionEdit();
+        if (meta !== null) {
+          edit.addFile(0, meta);
+          syncDir(this.dir); // the table's name, before the manifest refers to it
+        }
+        edit.logNumber = imm.logNumberAfterFlush;
+        this.versions.logAndApply(edit);
+        this.imms.shift();
+        this.flushCount++;
+        this.deleteObsoleteLogs();
+        this.wakeFlushWaiters();
+      }
+    } catch (err) {
+      this.backgroundError = err as Error;
+    }
+  }
+
+  private waitForFlushProgress(): Promise<void> {
+    if (this.flushRunning === null) this.scheduleFlush();
+    if (this.flushRunning === null) return Promise.resolve();
+    return new Promise((resolve) => this.flushWaiters.push(resolve));
+  }
+
+  private wakeFlushWaiters(): void {
+    const waiters = this.flushWaiters;
+    this.flushWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private deleteObsoleteLogs(): void {
+    const keepFrom = this.versions.logNumber;
+    while (this.liveLogNumbers.length > 0 && this.liveLogNumbers[0] < keepFrom) {
+      removeIfExists(logFileName(this.dir, this.liveLogNumbers.shift() as number));
+    }
+  }
+
+  private deleteObsoleteTable(fileNumber: number): void {
+    this.tableCache.evict(fileNumber);
+    removeIfExists(tableFileName(this.dir, fileNumber));
+  }
+
+  /** After open: removes files no state refers to (left by crashes or retired before one). */
+  private deleteObsoleteFiles(names: string[]): void {
+    const manifestNumber = this.versions.manifestFileNumber;
+    for (const name of names) {
+      const parsed = parseFileName(name);
+      if (parsed === null) continue;
+      let obsolete = false;
+      switch (parsed.kind) {
+        case FileKind.Log:
+          obsolete = parsed.number < this.versions.logNumber;
+          break;
+        case FileKind.Table:
+          obsolete = !this.versions.isLive(parsed.number);
+          break;
+        case FileKind.Manifest:
+          obsolete = parsed.number !== manifestNumber;
+          break;
+        case FileKind.Temp:
+          obsolete = true;
+          break;
+        default:
+          obsolete = false;
+      }
+      if (obsolete) removeIfExists(path.join(this.dir, name));
+    }
+    assert(fs.existsSync(manifestFileName(this.dir, manifestNumber)), 'the live manifest exists');
+  }
+
+  /** Looks `key` up in one table: its value, null if deleted there, undefined if not there. */
+  private getFromFile(file: FileMetaData, key: Buffer, readSeq: number): Buffer | null | undefined {
+    const h = this.tableCache.acquire(file);
+    try {
+      const entry = h.reader.get(key, readSeq);
+      if (entry === null) return undefined;
+      return entry.type === ValueType.Value ? entry.value : null;
+    } finally {
+      h.release();
+    }
+  }
+
+  private seekKey(userKey: Buffer, seq: number): Buffer {
+    const n = userKey.length + TRAILER_BYTES;
+    if (this.seekKeyBuf.length < n) this.seekKeyBuf = Buffer.allocUnsafe(2 * n);
+    userKey.copy(this.seekKeyBuf, 0);
+    writeTrailer(this.seekKeyBuf, userKey.length, seq, ValueType.Seek);
+    return this.seekKeyBuf.subarray(0, n);
+  }
+}
+
+/**
+ * A new memtable's arena starts at 1/16 of the write buffer (16 KiB .. 4 MiB) and doubles: small
+ * buffers stay small, large ones copy their arena a few times rather than reserving it all up front.
+ */
+function initialArenaSize(writeBufferSizeBytes: number): number {
+  return Math.max(16 * 1024, Math.min(MAX_INITIAL_ARENA_BYTES, Math.floor(writeBufferSizeBytes / 16)));
+}

@@ -1,0 +1,87 @@
+/**
+ * Names of the files in a database directory, and their parser.
+ *
+ * Layout of a database directory (RocksDB's naming, so `ls` reads the same):
+ *   CURRENT              one line, "MANIFEST-NNNNNN\n": the manifest that describes the database
+ *   MANIFEST-NNNNNN      version edits, in the log format (see wal/logFormat.ts)
+ *   NNNNNN.log           a write-ahead log, in the log format, holding write batches
+ *   NNNNNN.sst           a table file (BlockBasedTable format)
+ *   NNNNNN.dbtmp         a temporary file, renamed into place once durable (CURRENT is made so)
+ *   LOCK                 held while a process has the database open (see lockFile.ts)
+ *
+ * All numbered files share one counter (the manifest's next file number), so a number names one
+ * file for the lifetime of the database and the kind of file follows from its suffix.
+ */
+import * as path from 'path';
+
+export enum FileKind {
+  Current,
+  Lock,
+  Manifest,
+  Log,
+  Table,
+  Temp,
+}
+
+export interface ParsedFileName {
+  kind: FileKind;
+  /** The file number; 0 for CURRENT and LOCK. */
+  number: number;
+}
+
+/** Zero-padded to 6 digits like RocksDB; larger numbers just grow wider. */
+function padNumber(n: number): string {
+  return String(n).padStart(6, '0');
+}
+
+export const CURRENT_FILE_NAME = 'CURRENT';
+export const LOCK_FILE_NAME = 'LOCK';
+
+export function currentFileName(dir: string): string {
+  return path.join(dir, CURRENT_FILE_NAME);
+}
+
+export function lockFileName(dir: string): string {
+  return path.join(dir, LOCK_FILE_NAME);
+}
+
+export function manifestBaseName(fileNumber: number): string {
+  return `MANIFEST-${padNumber(fileNumber)}`;
+}
+
+export function manifestFileName(dir: string, fileNumber: number): string {
+  return path.join(dir, manifestBaseName(fileNumber));
+}
+
+export function logFileName(dir: string, fileNumber: number): string {
+  return path.join(dir, `${padNumber(fileNumber)}.log`);
+}
+
+export function tableFileName(dir: string, fileNumber: number): string {
+  return path.join(dir, `${padNumber(fileNumber)}.sst`);
+}
+
+export function tempFileName(dir: string, fileNumber: number): string {
+  return path.join(dir, `${padNumber(fileNumber)}.dbtmp`);
+}
+
+const NUMBERED = /^(\d+)\.(log|sst|dbtmp)$/;
+const MANIFEST = /^MANIFEST-(\d+)$/;
+
+/** Parses a base name; returns null for files that are not the database's. */
+export function parseFileName(baseName: string): ParsedFileName | null {
+  if (baseName === CURRENT_FILE_NAME) return { kind: FileKind.Current, number: 0 };
+  if (baseName === LOCK_FILE_NAME) return { kind: FileKind.Lock, number: 0 };
+  let m = MANIFEST.exec(baseName);
+  if (m !== null) return { kind: FileKind.Manifest, number: safeNumber(m[1]) };
+  m = NUMBERED.exec(baseName);
+  if (m === null) return null;
+  const number = safeNumber(m[1]);
+  const kind = m[2] === 'log' ? FileKind.Log : m[2] === 'sst' ? FileKind.Table : FileKind.Temp;
+  return { kind, number };
+}
+
+function safeNumber(digits: string): number {
+  const n = Number(digits);
+  return Number.isSafeInteger(n) ? n : -1;
+}

@@ -1,0 +1,142 @@
+/**
+ * The LOCK file: at most one opener of a database at a time, across processes and within one.
+ *
+ * Node has no flock(), so the lock is the file's existence: an opener creates LOCK exclusively,
+ * holding "<pid> <process start time>\n", and deletes it on close. Two cases need care:
+ * - Within one process, a second open of the same directory must fail even though the pid in
+ *   LOCK is our own; a process-wide Set of open (real) directory paths decides that.
+ * - A process killed with SIGKILL leaves its LOCK behind, and crash recovery must still work.
+ *   A LOCK whose pid is dead is stale and is taken over. A live pid whose start time differs
+ *   from the recorded one is a reused pid (common in containers), also stale. The start time is
+ *   field 22 of /proc/<pid>/stat (clock ticks since boot); where /proc is unavailable the pid
+ *   alone decides, erring towards "locked".
+ * The LOCK content is written to a temp file and hard-linked into place, so no opener ever sees
+ * a LOCK without its owner. Stale takeover re-reads the LOCK right before deleting it; two
+ * processes taking over the same stale lock at the same instant is the one race this cannot
+ * close without kernel locks.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { IngestError } from '../util/errors';
+import { lockFileName } from './fileNames';
+import { ioError, removeIfExists } from './durableFs';
+
+/** Real paths of databases this process holds open. */
+const openDirs = new Set<string>();
+
+const MAX_LOCK_FILE_BYTES = 256;
+const MAX_TAKEOVER_ATTEMPTS = 3;
+
+interface LockOwner {
+  pid: number;
+  /** Start time from /proc, or '-' when unknown. */
+  startTime: string;
+}
+
+/** Field 22 (starttime) of /proc/<pid>/stat, or null when /proc does not say. */
+function processStartTime(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // The command name (field 2) is parenthesised and may contain spaces; fields after it are not.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+const ownStartTime = processStartTime(process.pid) ?? '-';
+
+function parseOwner(text: string): LockOwner | null {
+  const m = /^(\d+) (\S+)\n$/.exec(text);
+  return m === null ? null : { pid: Number(m[1]), startTime: m[2] };
+}
+
+function ownerIsAlive(owner: LockOwner): boolean {
+  // Our own pid without our Set entry: a lock an earlier process with this pid left behind, or
+  // one whose deletion failed at close. Either way no live opener holds it.
+  if (owner.pid === process.pid) return false;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  if (owner.startTime === '-') return true;
+  const actual = processStartTime(owner.pid);
+  return actual === null || actual === owner.startTime;
+}
+
+function lockedError(dir: string, pid: number | string): IngestError {
+  return new IngestError('DB_LOCKED', `database is locked: ${dir} (held by pid ${pid})`);
+}
+
+function readLock(lockPath: string): string | null {
+  try {
+    const text = fs.readFileSync(lockPath, 'latin1');
+    return text.slice(0, MAX_LOCK_FILE_BYTES);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw ioError('cannot read', lockPath, err);
+  }
+}
+
+/** Creates LOCK holding `content` atomically; false if it already exists. */
+function tryCreateLock(dir: string, lockPath: string, content: string): boolean {
+  const temp = path.join(dir, `LOCK.${process.pid}.${Date.now()}.tmp`);
+  fs.writeFileSync(temp, content, 'latin1');
+  try {
+    fs.linkSync(temp, lockPath);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw ioError('cannot create', lockPath, err);
+  } finally {
+    removeIfExists(temp);
+  }
+}
+
+export class DbLock {
+  private released = false;
+
+  private constructor(
+    readonly dir: string,
+    private readonly realDir: string,
+    private readonly content: string,
+  ) {}
+
+  /** Takes the lock on `dir` (which must exist) or throws IngestError('DB_LOCKED'). */
+  static acquire(dir: string): DbLock {
+    let realDir: string;
+    try {
+      realDir = fs.realpathSync(dir);
+    } catch (err) {
+      throw ioError('cannot resolve database directory', dir, err);
+    }
+    if (openDirs.has(realDir)) throw lockedError(dir, process.pid);
+    const lockPath = lockFileName(realDir);
+    const content = `${process.pid} ${ownStartTime}\n`;
+    for (let attempt = 0; attempt < MAX_TAKEOVER_ATTEMPTS; attempt++) {
+      if (tryCreateLock(realDir, lockPath, content)) {
+        openDirs.add(realDir);
+        return new DbLock(dir, realDir, content);
+      }
+      const existing = readLock(lockPath);
+      if (existing === null) continue; // released in between; try again
+      const owner = parseOwner(existing);
+      // An unparsable LOCK (an older format, a stray file) is not ours to delete.
+      if (owner === null) throw lockedError(dir, 'unknown');
+      if (ownerIsAlive(owner)) throw lockedError(dir, owner.pid);
+      // Stale: delete it only if it is still the same stale lock, then retry the create.
+      if (readLock(lockPath) === existing) removeIfExists(lockPath);
+    }
+    throw lockedError(dir, 'unknown');
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    openDirs.delete(this.realDir);
+    const lockPath = lockFileName(this.realDir);
+    if (readLock(lockPath) === this.content) removeIfExists(lockPath);
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * The memtable: the in-memory write buffer holding the newest writes in internal-key order.
+ *
+ * Contract:
+ * - Holds point entries (puts and deletes) in one skiplist and range deletions in another,
+ *   the latter keyed by (start, seq, RangeDeletion) with the exclusive end key as value, like an
+ *   SST's range-deletion block. Range deletions are stored and returned; applying them to reads
+ *   is the job of the read path (a later issue), so `get` here answers for point entries only.
+ * - `get(userKey, readSeq)` finds the newest point entry for the key with seq <= readSeq.
+ * - Iterators see entries added after they were created (the skiplist never moves or frees an
+ *   entry); readers filter by sequence number, so that is harmless.
+ * - `approximateMemoryUsageBytes` counts the arena bytes in use; the engine compares it with
+ *   writeBufferSizeBytes to decide when the memtable is full.
+ */
+import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
+import { SkipList } from './skiplist';
+import { TRAILER_BYTES, ValueType, sequenceOf, writeTrailer } from '../../sstwriter/internalKey';
+import { compareByteRanges } from '../keyCompare';
+import { assert } from '../../util/errors';
+
+export enum LookupResult {
+  NotFound = 0,
+  Found = 1,
+  Deleted = 2,
+}
+
+/** Where a successful lookup leaves the value (a view into the memtable's arena). */
+export interface LookupValue {
+  value: Buffer | null;
+}
+
+export interface RangeTombstone {
+  start: Buffer;
+  /** Exclusive. */
+  end: Buffer;
+  seq: number;
+}
+
+export interface MemtableOptions {
+  /** Initial arena size (it doubles as needed); the engine sizes it from writeBufferSizeBytes. */
+  initialArenaBytes?: number;
+}
+
+/** Scratch for building seek keys without allocating per lookup; grows to the largest key seen. */
+let seekKeyScratch = Buffer.allocUnsafe(256);
+
+function seekKey(userKey: Uint8Array, seq: number): Buffer {
+  const n = userKey.length + TRAILER_BYTES;
+  if (seekKeyScratch.length < n) seekKeyScratch = Buffer.allocUnsafe(Math.max(n, seekKeyScratch.length * 2));
+  seekKeyScratch.set(userKey, 0);
+  writeTrailer(seekKeyScratch, userKey.length, seq, ValueType.Seek);
+  return seekKeyScratch.subarray(0, n);
+}
+
+export class Memtable {
+  private readonly points: SkipList;
+  /** Created on the first range deletion: most memtables never see one. */
+  private rangeDeletionList: SkipList | null = null;
+  private smallestSeqSeen = Number.MAX_SAFE_INTEGER;
+  private largestSeqSeen = 0;
+
+  constructor(opts: MemtableOptions = {}) {
+    this.points = new SkipList({ initialArenaBytes: opts.initialArenaBytes });
+  }
+
+  /** The range-deletion list; rare, so it gets a small arena. */
+  private get rangeDeletions(): SkipList {
+    if (this.rangeDeletionList === null) this.rangeDeletionList = new SkipList({ initialArenaBytes: 4096 });
+    return this.rangeDeletionList;
+  }
+
+  /** Adds one entry. For RangeDeletion, `userKey` is the start and `value` the exclusive end. */
+  add(seq: number, type: ValueType, userKey: Uint8Array, value: Uint8Array): void {
+    if (type === ValueType.RangeDeletion) {
+      this.rangeDeletions.insert(userKey, seq, type, value);
+    } else {
+      assert(type === ValueType.Value || type === ValueType.Deletion, `memtable cannot hold value type ${type}`);
+      this.points.insert(userKey, seq, type, value);
+    }
+    if (seq < this.smallestSeqSeen) this.smallestSeqSeen = seq;
+    if (seq > this.largestSeqSeen) this.largestSeqSeen = seq;
+  }
+
+  /**
+   * Looks up the newest point entry of `userKey` visible at `readSeq`. On Found, `out.value` is a
+   * view into the arena, valid as long as the memtable is.
+   */
+  get(userKey: Buffer, readSeq: number, out: LookupValue): LookupResult {
+    const target = seekKey(userKey, readSeq);
+    const node = this.points.seekGE(target);
+    if (node === 0) return LookupResult.NotFound;
+    const key = this.points.key(node);
+    if (compareByteRanges(key, 0, key.length - TRAILER_BYTES, userKey, 0, userKey.length) !== 0) return LookupResult.NotFound;
+    if (key[key.length - TRAILER_BYTES] === ValueType.Deletion) {
+      out.value = null;
+      return LookupResult.Deleted;
+    }
+    out.value = this.points.value(node);
+    return LookupResult.Found;
+  }
+
+  newIterator(): InternalIterator {
+    return new MemtableIterator(this.points);
+  }
+
+  /** Iterator over range tombstones: key = (start, seq, RangeDeletion), value = end. */
+  newRangeTombstoneIterator(): InternalIterator {
+    return new MemtableIterator(this.rangeDeletions);
+  }
+
+  /** All range tombstones, ordered by (start, seq descending); copies. */
+  rangeTombstones(): RangeTombstone[] {
+    const out: RangeTombstone[] = [];
+    if (this.rangeDeletionList === null) return out;
+    for (let n = this.rangeDeletions.firstNode(); n !== 0; n = this.rangeDeletions.nextNode(n)) {
+      const k = this.rangeDeletions.key(n);
+      out.push({ start: Buffer.from(k.subarray(0, k.length - TRAILER_BYTES)), end: Buffer.from(this.rangeDeletions.value(n)), seq: sequenceOf(k) });
+    }
+    return out;
+  }
+
+  get pointEntryCount(): number {
+    return this.points.count;
+  }
+
+  get rangeTombstoneCount(): number {
+    return this.rangeDeletionList === null ? 0 : this.rangeDeletionList.count;
+  }
+
+  get isEmpty(): boolean {
+    return this.points.count === 0 && this.rangeTombstoneCount === 0;
+  }
+
+  /** Smallest and largest sequence numbers added (MAX_SAFE_INTEGER / 0 while empty). */
+  get smallestSeq(): number {
+    return this.smallestSeqSeen;
+  }
+
+  get largestSeq(): number {
+    return this.largestSeqSeen;
+  }
+
+  get approximateMemoryUsageBytes(): number {
+    return this.points.memoryUsageBytes + (this.rangeDeletionList === null ? 0 : this.rangeDeletionList.memoryUsageBytes);
+  }
+}
+
+/**
+ * An InternalIterator over one skiplist. `prev` searches from the top (the skiplist has no back
+ * links), like LevelDB's; reverse scans are rarer than forward ones and stay O(log n) per step.
+ */
+export class MemtableIterator implements InternalIterator {
+  private node = 0;
+  private keyView: Buffer | null = null;
+  private closed = false;
+
+  constructor(private readonly list: SkipList) {}
+
+  valid(): boolean {
+    return this.node !== 0;
+  }
+
+  key(): Buffer {
+    if (this.keyView === null) this.keyView = this.list.key(this.node);
+    return this.keyView;
+  }
+
+  value(): Buffer {
+    return this.list.value(this.node);
+  }
+
+  first(): void {
+    this.moveTo(this.list.firstNode());
+  }
+
+  last(): void {
+    this.moveTo(this.list.lastNode());
+  }
+
+  seekGE(target: Buffer, opts?: SeekOptions): void {
+    if (opts !== undefined && opts.trySeekUsingNext === true) {
+      // The caller promises target >= the previous target and no other moves since, so every
+      // entry before the current one is < target. An exhausted iterator stays exhausted.
+      let n = this.node;
+      if (n === 0) return;
+      for (let step = 0; step <= TRY_SEEK_USING_NEXT_STEPS; step++) {
+        if (this.list.compareNode(n, target, 0, target.length) >= 0) {
+          this.moveTo(n);
+          return;
+        }
+        n = this.list.nextNode(n);
+        if (n === 0) {
+          this.moveTo(0);
+          return;
+        }
+      }
+    }
+    this.moveTo(this.list.seekGE(target));
+  }
+
+  seekLT(target: Buffer): void {
+    this.moveTo(this.list.seekLT(target));
+  }
+
+  next(): void {
+    assert(this.node !== 0, 'next() on an invalid memtable iterator');
+    this.moveTo(this.list.nextNode(this.node));
+  }
+
+  prev(): void {
+    assert(this.node !== 0, 'prev() on an invalid memtable iterator');
+    this.moveTo(this.list.prevNode(this.node));
+  }
+
+  close(): void {
+    assert(!this.closed, 'memtable iterator closed twice');
+    this.closed = true;
+    this.node = 0;
+  }
+
+  private moveTo(node: number): void {
+    this.node = node;
+    this.keyView = null;
+  }
+}

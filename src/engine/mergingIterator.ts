@@ -1,0 +1,213 @@
+/**
+ * The merging iterator: one InternalIterator over many (memtables, L0 files, levels), yielding
+ * the union of their entries in internal-key order, forward or backward.
+ *
+ * A binary heap of child indices is ordered by each child's current key: a min-heap moving
+ * forward, a max-heap moving backward. `next` advances the top child and sifts it down, so a
+ * step costs O(log k) comparisons for k live children and none at all when only one child has
+ * entries left. Children's current keys are cached per child (views stay valid until the child
+ * moves, per the InternalIterator contract) so a comparison does not call into the children.
+ *
+ * Direction switches (LevelDB's scheme): to go backward from key K, every other child seeks to
+ * its last key < K and the current child steps back; to go forward again, every other child
+ * seeks to its first key >= K (stepping past K itself) and the current child steps forward.
+ * Internal keys are unique across children (sequence numbers are), which this relies on.
+ *
+ * trySeekUsingNext: the merging iterator accepts the flag when the target is >= its previous
+ * seekGE target and it was moved since only by seekGE and next (a relaxation of the contract in
+ * iterator.ts: `next` is allowed in between, which the user-facing iterator needs because it
+ * steps over shadowed entries between seeks). It passes the flag down only to children that
+ * nothing but seekGE has moved since that seek (a child that `next` advanced gets a full seek):
+ * those children satisfy the strict contract, so each finds its own first key >= target, and the
+ * merge of correct children is correct. Any backward move or first/last revokes the flag for
+ * every child until the next full seekGE.
+ */
+import { InternalIterator, SeekOptions } from './iterator';
+import { compareInternal } from './keyCompare';
+import { perf } from './perfContext';
+import { assert } from '../util/errors';
+
+const enum Direction {
+  Forward,
+  Reverse,
+}
+
+export class MergingIterator implements InternalIterator {
+  private readonly children: InternalIterator[];
+  /** Current key of each child while it is in the heap. */
+  private readonly keys: Array<Buffer | null>;
+  private readonly heap: Int32Array;
+  private heapSize = 0;
+  private direction = Direction.Forward;
+  /** Child i was moved by something other than the last seekGE (1) or not (0). */
+  private readonly movedSinceSeekGE: Uint8Array;
+  /** Since the last seekGE, only seekGE and next have moved this iterator. */
+  private forwardOnlySinceSeekGE = false;
+  private closed = false;
+
+  constructor(children: InternalIterator[]) {
+    this.children = children;
+    this.keys = new Array<Buffer | null>(children.length).fill(null);
+    this.heap = new Int32Array(Math.max(1, children.length));
+    this.movedSinceSeekGE = new Uint8Array(children.length).fill(1);
+  }
+
+  valid(): boolean {
+    return this.heapSize > 0;
+  }
+
+  key(): Buffer {
+    return this.keys[this.heap[0]] as Buffer;
+  }
+
+  value(): Buffer {
+    return this.children[this.heap[0]].value();
+  }
+
+  first(): void {
+    for (const c of this.children) c.first();
+    this.afterRepositionAll(Direction.Forward);
+  }
+
+  last(): void {
+    for (const c of this.children) c.last();
+    this.afterRepositionAll(Direction.Reverse);
+  }
+
+  seekGE(target: Buffer, opts?: SeekOptions): void {
+    const tryNext = opts !== undefined && opts.trySeekUsingNext === true && this.forwardOnlySinceSeekGE;
+    const children = this.children;
+    for (let i = 0; i < children.length; i++) {
+      if (tryNext && this.movedSinceSeekGE[i] === 0) children[i].seekGE(target, opts);
+      else children[i].seekGE(target);
+      this.movedSinceSeekGE[i] = 0;
+    }
+    this.direction = Direction.Forward;
+    this.rebuildHeap();
+    this.forwardOnlySinceSeekGE = true;
+  }
+
+  seekLT(target: Buffer): void {
+    for (const c of this.children) c.seekLT(target);
+    this.afterRepositionAll(Direction.Reverse);
+  }
+
+  next(): void {
+    assert(this.heapSize > 0, 'MergingIterator.next() on an invalid iterator');
+    if (this.direction !== Direction.Forward) this.switchToForward();
+    else this.advanceTop();
+  }
+
+  prev(): void {
+    assert(this.heapSize > 0, 'MergingIterator.prev() on an invalid iterator');
+    this.forwardOnlySinceSeekGE = false;
+    if (this.direction !== Direction.Reverse) this.switchToReverse();
+    else this.advanceTop();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const c of this.children) c.close();
+    this.heapSize = 0;
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  private afterRepositionAll(direction: Direction): void {
+    this.movedSinceSeekGE.fill(1);
+    this.forwardOnlySinceSeekGE = false;
+    this.direction = direction;
+    this.rebuildHeap();
+  }
+
+  /** Moves the top child one step in the current direction and restores the heap. */
+  private advanceTop(): void {
+    const top = this.heap[0];
+    const child = this.children[top];
+    if (this.direction === Direction.Forward) child.next();
+    else child.prev();
+    this.movedSinceSeekGE[top] = 1;
+    if (child.valid()) {
+      this.keys[top] = child.key();
+      this.siftDown(0);
+    } else {
+      this.keys[top] = null;
+      this.heapSize--;
+      if (this.heapSize > 0) {
+        this.heap[0] = this.heap[this.heapSize];
+        this.siftDown(0);
+      }
+    }
+  }
+
+  private switchToForward(): void {
+    const current = this.heap[0];
+    const k = Buffer.from(this.keys[current] as Buffer);
+    for (let i = 0; i < this.children.length; i++) {
+      if (i === current) continue;
+      const c = this.children[i];
+      c.seekGE(k);
+      if (c.valid()) {
+        perf.keyComparisons++;
+        if (compareInternal(c.key(), k) === 0) c.next();
+      }
+    }
+    this.children[current].next();
+    this.movedSinceSeekGE.fill(1);
+    this.forwardOnlySinceSeekGE = false;
+    this.direction = Direction.Forward;
+    this.rebuildHeap();
+  }
+
+  private switchToReverse(): void {
+    const current = this.heap[0];
+    const k = Buffer.from(this.keys[current] as Buffer);
+    for (let i = 0; i < this.children.length; i++) {
+      if (i !== current) this.children[i].seekLT(k);
+    }
+    this.children[current].prev();
+    this.movedSinceSeekGE.fill(1);
+    this.direction = Direction.Reverse;
+    this.rebuildHeap();
+  }
+
+  private rebuildHeap(): void {
+    let n = 0;
+    for (let i = 0; i < this.children.length; i++) {
+      const c = this.children[i];
+      if (c.valid()) {
+        this.keys[i] = c.key();
+        this.heap[n++] = i;
+      } else {
+        this.keys[i] = null;
+      }
+    }
+    this.heapSize = n;
+    for (let i = (n >>> 1) - 1; i >= 0; i--) this.siftDown(i);
+  }
+
+  /** True when child a's key should come out of the heap before child b's. */
+  private before(a: number, b: number): boolean {
+    perf.keyComparisons++;
+    const c = compareInternal(this.keys[a] as Buffer, this.keys[b] as Buffer);
+    if (c === 0) return a < b;
+    return this.direction === Direction.Forward ? c < 0 : c > 0;
+  }
+
+  private siftDown(pos: number): void {
+    const heap = this.heap;
+    const n = this.heapSize;
+    const item = heap[pos];
+    for (;;) {
+      const left = 2 * pos + 1;
+      if (left >= n) break;
+      const right = left + 1;
+      const child = right < n && this.before(heap[right], heap[left]) ? right : left;
+      if (!this.before(heap[child], item)) break;
+      heap[pos] = heap[child];
+      pos = child;
+    }
+    heap[pos] = item;
+  }
+}

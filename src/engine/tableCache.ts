@@ -1,0 +1,113 @@
+/**
+ * The table cache: a bounded set of open TableReaders, keyed by file number.
+ *
+ * Opening a table reads its footer, index, filter and properties, so readers are kept open
+ * between reads. At most `maxOpenFiles` readers stay open while unused; the least recently
+ * released is closed first. A reader in use (between `acquire` and `release`) is never closed:
+ * the cache may briefly hold more than the bound when that many are in use at once, as
+ * RocksDB's table cache does.
+ *
+ * Contract: `acquire` returns a handle whose `release()` must be called exactly once.
+ * `evict(fileNumber)` is called when a file leaves the database; its reader closes now if idle,
+ * else at its last release. Data blocks are shared through one BlockCache.
+ */
+import { assert } from '../util/errors';
+import { BlockCache } from './table/blockCache';
+import { TableReader } from './table/tableReader';
+import { tableFileName } from './fileNames';
+import { FileMetaData } from './versionEdit';
+
+export interface TableHandle {
+  readonly reader: TableReader;
+  release(): void;
+}
+
+class Entry implements TableHandle {
+  refs = 0;
+  evicted = false;
+  constructor(
+    readonly fileNumber: number,
+    readonly reader: TableReader,
+    private readonly cache: TableCache,
+  ) {}
+  release(): void {
+    this.cache.releaseEntry(this);
+  }
+}
+
+export interface TableCacheOptions {
+  maxOpenFiles: number;
+  blockCache: BlockCache | undefined;
+}
+
+export class TableCache {
+  private readonly dir: string;
+  private readonly maxOpenFiles: number;
+  private readonly blockCache: BlockCache | undefined;
+  /** Open readers; Map order is least-recently-released first among idle entries. */
+  private readonly entries = new Map<number, Entry>();
+  private idleCount = 0;
+
+  constructor(dir: string, opts: TableCacheOptions) {
+    assert(opts.maxOpenFiles >= 1, `maxOpenFiles must be >= 1, got ${opts.maxOpenFiles}`);
+    this.dir = dir;
+    this.maxOpenFiles = opts.maxOpenFiles;
+    this.blockCache = opts.blockCache;
+  }
+
+  acquire(file: FileMetaData): TableHandle {
+    let e = this.entries.get(file.fileNumber);
+    if (e === undefined) {
+      const reader = TableReader.open(tableFileName(this.dir, file.fileNumber), { blockCache: this.blockCache, fileNumber: file.fileNumber });
+      e = new Entry(file.fileNumber, reader, this);
+      this.entries.set(file.fileNumber, e);
+    } else if (e.refs === 0) {
+      this.idleCount--;
+    }
+    e.refs++;
+    return e;
+  }
+
+  releaseEntry(e: Entry): void {
+    assert(e.refs > 0, `table ${e.fileNumber} released more often than acquired`);
+    if (--e.refs > 0) return;
+    if (e.evicted) {
+      e.reader.close();
+      return;
+    }
+    // Re-insert to make it the most recently used.
+    this.entries.delete(e.fileNumber);
+    this.entries.set(e.fileNumber, e);
+    this.idleCount++;
+    this.trim();
+  }
+
+  /** Forgets a file that left the database. */
+  evict(fileNumber: number): void {
+    const e = this.entries.get(fileNumber);
+    if (e === undefined) return;
+    this.entries.delete(fileNumber);
+    e.evicted = true;
+    if (e.refs === 0) {
+      this.idleCount--;
+      e.reader.close();
+    }
+  }
+
+  get openCount(): number {
+    return this.entries.size;
+  }
+
+  /** Closes every idle reader; readers in use close at their release. */
+  close(): void {
+    for (const fileNumber of [...this.entries.keys()]) this.evict(fileNumber);
+  }
+
+  private trim(): void {
+    if (this.entries.size <= this.maxOpenFiles) return;
+    for (const e of this.entries.values()) {
+      if (this.entries.size <= this.maxOpenFiles || this.idleCount === 0) break;
+      if (e.refs === 0) this.evict(e.fileNumber);
+    }
+  }
+}
