@@ -17,6 +17,8 @@ import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { TableBuilder } from '../src/sstwriter/tableBuilder';
 import { MemorySink } from '../src/sstwriter/fileSink';
 import { TableFileWriter } from '../src/sstwriter/tableFileWriter';
+import { BlockCompressionPipeline } from '../src/sstwriter/blockCompressionPipeline';
+import { storeBlock, writeBlockTrailer } from '../src/sstwriter/storedBlock';
 import { buildPropertiesBlock, decodePropertyMap, emptyTableProperties, encodePropertyMap, TableProperties } from '../src/sstwriter/properties';
 import { ChecksumType, computeBlockChecksum } from '../src/sstwriter/checksum';
 import { CompressionType, lz4DecompressBlock } from '../src/sstwriter/compression';
@@ -291,6 +293,141 @@ describe('properties', () => {
   test('decode rejects malformed values', () => {
     expect(() => decodePropertyMap(new Map([[Prop.NumEntries, hex('ff')]]))).toThrow(/rocksdb.num.entries/);
     expect(() => decodePropertyMap(new Map([[Prop.GlobalSeqno, hex('00')]]))).toThrow(/8-byte/);
+  });
+});
+
+describe('background compression (worker thread)', () => {
+  /** Distinct, ascending internal keys with values of mixed compressibility and length. */
+  function mixedEntries(n: number, valueBytes: (i: number) => number): Array<[Buffer, Buffer]> {
+    return Array.from({ length: n }, (_, i) => {
+      const key = makeInternalKey(b(`key${String(i * 3).padStart(9, '0')}${i % 4 === 0 ? '-long-suffix' : ''}`), 0, i % 7 === 3 ? ValueType.Deletion : ValueType.Value);
+      const len = valueBytes(i);
+      const value = i % 3 === 0 ? pseudoRandomBytes(i, len) : Buffer.alloc(len, i % 251);
+      return [key, value];
+    });
+  }
+
+  function tableBytes(opts: ConstructorParameters<typeof TableBuilder>[1], entries: ReadonlyArray<readonly [Buffer, Buffer]>): { bytes: Buffer; estimates: number[] } {
+    const sink = new MemorySink();
+    const t = new TableBuilder(sink, { dbSessionId: 'ABCDEFGHIJ0123456789', ...opts });
+    const estimates: number[] = [];
+    entries.forEach(([k, v], i) => {
+      t.add(k, v);
+      if (i % 500 === 0) estimates.push(t.fileSizeEstimate());
+    });
+    t.addRangeTombstone(b('key0'), b('key1'), 0);
+    const result = t.finish();
+    const bytes = sink.contents();
+    expect(result.fileSizeBytes).toBe(bytes.length);
+    return { bytes, estimates };
+  }
+
+  test.each([
+    ['LZ4, format_version 5, FastLocalBloom, XXH3', { compression: CompressionType.LZ4, formatVersion: 5, bloomBitsPerKey: 10 }],
+    ['LZ4, format_version 4, legacy Bloom, CRC32c', { compression: CompressionType.LZ4, formatVersion: 4, bloomBitsPerKey: 7, checksumType: ChecksumType.CRC32c }],
+    ['LZ4, format_version 2, no filter, xxHash64', { compression: CompressionType.LZ4, formatVersion: 2, bloomBitsPerKey: 0, checksumType: ChecksumType.xxHash64 }],
+    ['no compression, small blocks, restart interval 3', { compression: CompressionType.None, formatVersion: 5, blockSizeBytes: 300, blockRestartInterval: 3 }],
+  ])('writes exactly the bytes of the inline path: %s', (_name, opts) => {
+    // ~2.5 MB of entries: a few 1 MiB batches, filled, sent and returned in turn (the pipeline
+    // test below covers backpressure with tiny batches).
+    const entries = mixedEntries(12_000, (i) => 40 + (i % 300));
+    const inline = tableBytes({ ...opts, backgroundCompression: false }, entries);
+    const piped = tableBytes({ ...opts, backgroundCompression: true }, entries);
+    expect(piped.bytes.length).toBe(inline.bytes.length);
+    expect(firstDifference(piped.bytes, inline.bytes)).toBe(-1);
+    // The estimate counts blocks still with the worker at full size: never below the inline one.
+    piped.estimates.forEach((e, i) => expect(e).toBeGreaterThanOrEqual(inline.estimates[i]));
+    const footer = decodeFooter(piped.bytes.subarray(piped.bytes.length - 53), piped.bytes.length, 'piped');
+    expect(footer.formatVersion).toBe(opts.formatVersion);
+  });
+
+  test('blocks larger than a batch (a 3 MiB value) travel alone and stay in order', () => {
+    const entries = mixedEntries(40, (i) => (i === 17 ? 3 << 20 : 100));
+    const inline = tableBytes({ backgroundCompression: false }, entries);
+    const piped = tableBytes({ backgroundCompression: true }, entries);
+    expect(firstDifference(piped.bytes, inline.bytes)).toBe(-1);
+  });
+
+  test('pipeline: in-order delivery under backpressure, stored form as storeBlock gives it', () => {
+    const settings = { compression: CompressionType.LZ4, formatVersion: 5, checksumType: ChecksumType.XXH3 };
+    const blocks: Buffer[] = [];
+    for (let i = 0; i < 60; i++) {
+      const builder = new BlockBuilder({ restartInterval: 4 });
+      for (let j = 0; j < 1 + (i % 9); j++) {
+        const userKey = b(`block${String(i).padStart(3, '0')}/key${j}`);
+        builder.add(makeInternalKey(userKey, 0, ValueType.Value), i % 2 === 0 ? Buffer.alloc(200, j) : pseudoRandomBytes(i * 100 + j, 150));
+      }
+      blocks.push(Buffer.from(builder.finish()));
+    }
+    const delivered: Array<{ tag: number; stored: Buffer }> = [];
+    let inFlightPeak = 0;
+    const pipeline = new BlockCompressionPipeline<number>(
+      settings,
+      (batch) => {
+        let pos = 0;
+        batch.tags.forEach((tag, i) => {
+          const end = pos + batch.storedSizes[i] + 5;
+          delivered.push({ tag, stored: Buffer.from(batch.bytes.subarray(pos, end)) });
+          pos = end;
+        });
+        expect(pos).toBe(batch.bytes.length);
+      },
+      // Tiny batches and two in flight: submit() must wait for the worker again and again.
+      { batchTargetBytes: 2000, maxBlocksPerBatch: 3, maxBatchesInFlight: 2 },
+    );
+    blocks.forEach((blk, i) => {
+      pipeline.submit(blk, i);
+      inFlightPeak = Math.max(inFlightPeak, i + 1 - delivered.length);
+    });
+    expect(pipeline.pendingStoredBytes()).toBeGreaterThan(0);
+    pipeline.flush();
+    expect(pipeline.pendingStoredBytes()).toBe(0);
+    pipeline.close();
+    pipeline.close(); // idempotent
+    expect(() => pipeline.submit(blocks[0], 0)).toThrow(/after close/);
+
+    expect(delivered.map((d) => d.tag)).toEqual(blocks.map((_, i) => i));
+    // At most 2 batches of at most 3 blocks with the worker, plus the batch being filled.
+    expect(inFlightPeak).toBeLessThanOrEqual(3 * 3);
+    blocks.forEach((blk, i) => {
+      const expected = storeBlock(blk, true, settings);
+      const trailer = Buffer.alloc(5);
+      writeBlockTrailer(trailer, 0, expected.type, expected.checksum);
+      expect(delivered[i].stored.equals(Buffer.concat([expected.bytes, trailer]))).toBe(true);
+    });
+    expect(delivered.some((d) => d.stored[d.stored.length - 5] === CompressionType.LZ4)).toBe(true);
+    expect(delivered.some((d) => d.stored[d.stored.length - 5] === CompressionType.None)).toBe(true);
+  });
+
+  test('pipeline: a batch the worker cannot process fails the pipeline with an IO error', () => {
+    // Checksum type 9 does not exist: storeBlock throws in the worker, which replies with the error.
+    const settings = { compression: CompressionType.LZ4, formatVersion: 5, checksumType: 9 as ChecksumType };
+    const pipeline = new BlockCompressionPipeline<number>(settings, () => {
+      throw new Error('nothing may be delivered');
+    });
+    pipeline.submit(Buffer.from('any block'), 0);
+    expect(() => pipeline.flush()).toThrow(expect.objectContaining({ code: 'IO', message: expect.stringMatching(/block compression failed/) }));
+    expect(() => pipeline.flush()).toThrow(/after a failure/);
+    pipeline.close();
+  });
+
+  test('SstFileWriter: abort with batches in flight leaves no file; finish renames a complete file', () => {
+    const dir = fs.mkdtempSync(path.join(tmpDir, 'bg-'));
+    const w = new SstFileWriter(path.join(dir, 'x.sst'), { backgroundCompression: true });
+    for (let i = 0; i < 15_000; i++) w.put(b(`key${String(i).padStart(8, '0')}`), Buffer.alloc(100, i));
+    w.abort();
+    expect(fs.readdirSync(dir)).toEqual([]);
+
+    const kvs = Array.from({ length: 15_000 }, (_, i) => [b(`key${String(i).padStart(8, '0')}`), pseudoRandomBytes(i, 20 + (i % 50))] as const);
+    const inlineFile = path.join(dir, 'inline.sst');
+    const pipedFile = path.join(dir, 'piped.sst');
+    for (const [file, backgroundCompression] of [[inlineFile, false], [pipedFile, true]] as const) {
+      const writer = new SstFileWriter(file, { backgroundCompression, dbSessionId: 'ABCDEFGHIJ0123456789' });
+      for (const [k, v] of kvs) writer.put(k, v);
+      writer.finish();
+    }
+    expect(fs.readdirSync(dir).sort()).toEqual(['inline.sst', 'piped.sst']);
+    expect(fs.readFileSync(pipedFile).equals(fs.readFileSync(inlineFile))).toBe(true);
   });
 });
 

@@ -56,8 +56,9 @@ export class BlockBuilder {
   private readonly valueDeltaEncoding: boolean;
   private readonly keyOrder: ((a: Uint8Array, b: Uint8Array) => number) | undefined;
   private readonly entries: ByteSink;
-  /** Offsets of restart entries; restarts[0] = 0 always. */
-  private restarts: number[] = [0];
+  /** Offsets of restart entries in restarts[0, restartCount); restarts[0] = 0 always. */
+  private restarts = new Uint32Array(16);
+  private restartCount = 1;
   /** Entries since the last restart point. */
   private counter = 0;
   private entryCount = 0;
@@ -100,7 +101,12 @@ export class BlockBuilder {
     }
     let shared = prefix;
     if (this.counter >= this.restartInterval) {
-      this.restarts.push(this.entries.length);
+      if (this.restartCount === this.restarts.length) {
+        const grown = new Uint32Array(2 * this.restarts.length);
+        grown.set(this.restarts);
+        this.restarts = grown;
+      }
+      this.restarts[this.restartCount++] = this.entries.length;
       this.counter = 0;
       shared = 0;
     }
@@ -140,7 +146,7 @@ export class BlockBuilder {
 
   /** Size in bytes the block would have if finished now. */
   currentSizeEstimate(): number {
-    return this.entries.length + U32_BYTES * this.restarts.length + U32_BYTES;
+    return this.entries.length + U32_BYTES * this.restartCount + U32_BYTES;
   }
 
   /**
@@ -169,16 +175,16 @@ export class BlockBuilder {
   finish(): Buffer {
     assert(!this.finished, 'finish() called twice');
     const sink = this.entries;
-    sink.reserve(U32_BYTES * (this.restarts.length + 1));
-    for (let i = 0; i < this.restarts.length; i++) sink.putFixed32(this.restarts[i]);
-    sink.putFixed32(this.restarts.length);
+    sink.reserve(U32_BYTES * (this.restartCount + 1));
+    for (let i = 0; i < this.restartCount; i++) sink.putFixed32(this.restarts[i]);
+    sink.putFixed32(this.restartCount);
     this.finished = true;
     return sink.view();
   }
 
   reset(): void {
     this.entries.clear();
-    this.restarts.length = 1; // keeps restarts[0] = 0
+    this.restartCount = 1; // keeps restarts[0] = 0
     this.counter = 0;
     this.entryCount = 0;
     this.lastKeyLength = 0;

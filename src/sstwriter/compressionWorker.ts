@@ -7,12 +7,12 @@
  *   parent → worker, on parentPort: AttachMessage { port, settings }, one per pipeline. The
  *     worker then serves that pipeline's batches, arriving on `port`, with `settings`, until the
  *     pipeline closes the port.
- *   pipeline → worker, on its port: BatchRequest { input, blockEnds }: blocks back to back in
- *     `input`, block i ending at blockEnds[i].
- *   worker → pipeline, on its port: BatchReply { input, output, storedSizes } with, for each
- *     block in order, `stored bytes ‖ trailer` back to back in `output` (storedSizes[i] excludes
- *     the trailer); `input` comes back so the pipeline can reuse it. Or { error } if a block
- *     could not be stored.
+ *   pipeline → worker, on its port: BatchRequest { input, blockEnds }: data blocks back to
+ *     back in `input`, block i ending at blockEnds[i].
+ *   worker → pipeline, on its port: BatchReply { input, output, outputBytes, storedSizes } with,
+ *     for each block in order, `stored bytes ‖ trailer` back to back in output[0, outputBytes)
+ *     (storedSizes[i] excludes the trailer); `input` comes back so the pipeline can reuse it.
+ *     Or { error } if a block could not be stored.
  * The pipeline does not run its event loop while it waits for replies (its API is synchronous),
  * so after posting every reply the worker increments control[CONTROL_COMPLETIONS] and wakes it
  * with Atomics.notify; the pipeline then takes the reply with receiveMessageOnPort. Once the
@@ -49,13 +49,16 @@ export interface BatchRequest {
   blockEnds: Int32Array;
 }
 
-export type BatchReply = { input: ArrayBuffer; output: ArrayBuffer; storedSizes: Int32Array } | { error: string };
+export type BatchReply = { input: ArrayBuffer; output: ArrayBuffer; outputBytes: number; storedSizes: Int32Array } | { error: string };
 
-/** Stores every block of a batch; the output is at most the input plus one trailer per block. */
-export function storeBatch(input: Buffer, blockEnds: Int32Array, settings: BlockStorageSettings): { output: ArrayBuffer; storedSizes: Int32Array } {
+/**
+ * Stores every block of a batch into output[0, outputBytes). The output buffer has room for the
+ * input plus one trailer per block, which always suffices (a block is stored compressed only if
+ * that is smaller); it is not trimmed, which would copy it.
+ */
+export function storeBatch(input: Buffer, blockEnds: Int32Array, settings: BlockStorageSettings): { output: ArrayBuffer; outputBytes: number; storedSizes: Int32Array } {
   const blocks = blockEnds.length;
   const inputBytes = blocks === 0 ? 0 : blockEnds[blocks - 1];
-  // A block is stored compressed only if that is smaller, so this bound always holds.
   const output = new ArrayBuffer(inputBytes + blocks * BLOCK_TRAILER_BYTES);
   const out = Buffer.from(output);
   const storedSizes = new Int32Array(blocks);
@@ -69,7 +72,7 @@ export function storeBatch(input: Buffer, blockEnds: Int32Array, settings: Block
     storedSizes[i] = stored.bytes.length;
     start = end;
   }
-  return { output: output.byteLength === pos ? output : output.slice(0, pos), storedSizes };
+  return { output, outputBytes: pos, storedSizes };
 }
 
 function serve(control: Int32Array, port: MessagePort, settings: BlockStorageSettings): void {
@@ -77,8 +80,8 @@ function serve(control: Int32Array, port: MessagePort, settings: BlockStorageSet
     let reply: BatchReply;
     let transfer: ArrayBuffer[] = [];
     try {
-      const { output, storedSizes } = storeBatch(Buffer.from(request.input), request.blockEnds, settings);
-      reply = { input: request.input, output, storedSizes };
+      const { output, outputBytes, storedSizes } = storeBatch(Buffer.from(request.input), request.blockEnds, settings);
+      reply = { input: request.input, output, outputBytes, storedSizes };
       transfer = [request.input, output];
     } catch (e) {
       reply = { error: (e as Error).message };

@@ -3,9 +3,10 @@
  *
  * `FileSink` gathers appended bytes in a memory buffer and writes them to its file descriptor in
  * chunks of at least FLUSH_THRESHOLD_BYTES with fs.writeSync: a 4 KiB block per syscall would
- * cost more in syscalls than in copying. An append at least as large as the threshold is written
- * straight through after flushing what is buffered, so the buffer never grows past
- * 2 × FLUSH_THRESHOLD_BYTES.
+ * cost more in syscalls than in copying. An append of at least WRITE_THROUGH_BYTES (a batch of
+ * stored blocks, say) is written straight through after flushing what is buffered: one more
+ * syscall costs less than copying it. The buffer therefore never grows past
+ * FLUSH_THRESHOLD_BYTES + WRITE_THROUGH_BYTES.
  *
  * Contract: `flush()` writes everything buffered; `sync()` flushes and then fsyncs. The sink does
  * not own the descriptor (the caller opens and closes it). Write failures surface as
@@ -21,11 +22,13 @@ export interface TableSink {
 
 /** Buffered bytes that trigger a write to the file. */
 export const FLUSH_THRESHOLD_BYTES = 1 << 20;
-/** The buffer holds less than the threshold plus one append smaller than the threshold. */
-const BUFFER_LIMIT_BYTES = 2 * FLUSH_THRESHOLD_BYTES;
+/** Appends this large are not copied into the buffer. */
+export const WRITE_THROUGH_BYTES = 64 * 1024;
+/** The buffer holds less than the threshold plus one append smaller than WRITE_THROUGH_BYTES. */
+const BUFFER_LIMIT_BYTES = FLUSH_THRESHOLD_BYTES + WRITE_THROUGH_BYTES;
 
 export class FileSink implements TableSink {
-  private readonly buffer = new ByteSink(FLUSH_THRESHOLD_BYTES + 64 * 1024, BUFFER_LIMIT_BYTES);
+  private readonly buffer = new ByteSink(BUFFER_LIMIT_BYTES, BUFFER_LIMIT_BYTES);
   /** Bytes handed to the OS so far (the file offset of the first buffered byte). */
   private writtenBytes = 0;
 
@@ -35,7 +38,7 @@ export class FileSink implements TableSink {
   ) {}
 
   append(data: Uint8Array): void {
-    if (data.length >= FLUSH_THRESHOLD_BYTES) {
+    if (data.length >= WRITE_THROUGH_BYTES) {
       this.flush();
       this.writeFully(data);
       return;

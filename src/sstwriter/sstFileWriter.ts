@@ -15,6 +15,8 @@
  *   (replacing any existing file) and fsyncs the directory, so `path` is either absent or
  *   complete. A file with no entries and no tombstones is refused (INVALID_ARGUMENT) and nothing
  *   is left behind. `abort()` removes the temporary file; call it after any error.
+ * - Data blocks are compressed on a worker thread (`backgroundCompression`, on unless set to
+ *   false; see tableBuilder.ts). The API stays synchronous and the bytes are the same either way.
  */
 import * as fs from 'fs';
 import * as nodePath from 'path';

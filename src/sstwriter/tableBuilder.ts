@@ -20,6 +20,12 @@
  * the block size while the block is already past the deviation limit
  * (ceil(block size × (100 − deviation) / 100)).
  *
+ * With `backgroundCompression`, finished data blocks go to a worker thread
+ * (blockCompressionPipeline.ts) that compresses and checksums them while this thread builds the
+ * next blocks; they come back in order and are written and indexed then. The file is
+ * byte-identical to the inline path's: the same functions run on the same bytes, only on
+ * another thread.
+ *
  * Contract:
  * - `add` takes internal keys in strictly increasing internal-key order (violations throw
  *   IngestError KEY_ORDER); keys and values are copied, so callers may reuse their buffers.
@@ -425,7 +431,7 @@ export class TableBuilder {
       this.index.addPreparedEntry(batch.tags[i], { offset, size });
       offset += size + BLOCK_TRAILER_BYTES;
     }
-    assert(offset - this.offset === batch.bytes.length, `stored batch of ${batch.bytes.length} bytes does not match its block sizes`);
+    if (offset - this.offset !== batch.bytes.length) assert(false, `stored batch of ${batch.bytes.length} bytes does not match its block sizes`);
     this.sink.append(batch.bytes);
     this.offset = offset;
   }

@@ -44,7 +44,14 @@ export class TableFileWriter {
       throw new IngestError('IO', `cannot create table file ${path}: ${(e as Error).message}`, { cause: e });
     }
     this.sink = new FileSink(this.fd, path);
-    this.builder = new TableBuilder(this.sink, resolved);
+    try {
+      this.builder = new TableBuilder(this.sink, resolved);
+    } catch (e) {
+      // E.g. the compression worker could not be started: leave nothing behind.
+      fs.closeSync(this.fd);
+      fs.rmSync(path, { force: true });
+      throw e;
+    }
   }
 
   /** See TableBuilder.add (`userKey` is an optional allocation-saving hint). */
