@@ -14,6 +14,8 @@ import { Command, CommanderError } from 'commander';
 import { exitCodeFor, IngestError } from '../src/util/errors';
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
+import { registerDbCommands } from './commands/db';
+import { registerIngestSstCommands } from './commands/ingestSst';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -23,7 +25,10 @@ export function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
   registerSstCommands(program);
+  // Adds `sst ingest` and `sst plan` to the group registered just above.
+  registerIngestSstCommands(program);
   registerImportCommand(program);
+  registerDbCommands(program);
   return program;
 }
 

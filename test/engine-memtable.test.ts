@@ -137,7 +137,7 @@ describe('memtable get', () => {
   test('returns the newest version at or below the read sequence, honouring deletes', () => {
     const { mt, model } = build(21, 4000, 300);
     const r = rng(8);
-    const out: LookupValue = { value: null };
+    const out: LookupValue = { value: null, seq: 0 };
     for (let i = 0; i < 3000; i++) {
       const uk = key(Math.floor(r() * 320));
       const readSeq = 1 + Math.floor(r() * 4200);
@@ -158,7 +158,7 @@ describe('memtable get', () => {
   test('a key that is a prefix of another is not confused with it', () => {
     const m = new Memtable();
     m.add(1, ValueType.Value, Buffer.from('ab'), Buffer.from('long'));
-    const out: LookupValue = { value: null };
+    const out: LookupValue = { value: null, seq: 0 };
     expect(m.get(Buffer.from('a'), 10, out)).toBe(LookupResult.NotFound);
     expect(m.get(Buffer.from('abc'), 10, out)).toBe(LookupResult.NotFound);
     expect(m.get(Buffer.from('ab'), 10, out)).toBe(LookupResult.Found);
@@ -231,7 +231,7 @@ describe('memtable storage', () => {
     m.add(5000, ValueType.Value, Buffer.from('big'), big);
     expect(m.approximateMemoryUsageBytes - used).toBeGreaterThanOrEqual(1_000_000);
     expect(m.approximateMemoryUsageBytes - used).toBeLessThan(1_000_100);
-    const out: LookupValue = { value: null };
+    const out: LookupValue = { value: null, seq: 0 };
     expect(m.get(Buffer.from('big'), 5000, out)).toBe(LookupResult.Found);
     expect(out.value!.equals(big)).toBe(true);
     expect(m.get(key(999), 5000, out)).toBe(LookupResult.Found);

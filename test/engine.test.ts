@@ -191,7 +191,7 @@ describe('writes and reads', () => {
     await e.close();
   });
 
-  test('deleteRange is stored, flushed and recovered (reads do not apply it yet)', async () => {
+  test('deleteRange is stored, flushed and recovered, and hides what it covers', async () => {
     const e = await Engine.open(dir);
     await e.put(b('b'), b('1'));
     await e.deleteRange(b('a'), b('c'));
@@ -215,7 +215,9 @@ describe('writes and reads', () => {
     // The file's bounds include the tombstones: smallest is a's start, largest z's sentinel end.
     expect(l0.smallest.subarray(0, 1).toString()).toBe('a');
     expect(l0.largest.subarray(0, 1).toString()).toBe('z');
-    expect(str(t.get(b('b')))).toBe('1');
+    // b@1 lies under [a, c)@2; y@4 was written after [x, z)@3.
+    expect(t.get(b('b'))).toBeNull();
+    expect(str(t.get(b('y')))).toBe('2');
     await t.close();
   });
 });

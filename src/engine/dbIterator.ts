@@ -6,8 +6,16 @@
  * version first):
  * - versions newer than the read sequence (written after the snapshot),
  * - older versions of a user key once its newest visible version has been seen,
- * - keys whose newest visible version is a point deletion.
- * (Range deletions do not hide keys yet; that is the next issue.)
+ * - keys whose newest visible version is a point deletion, or is covered by a range tombstone
+ *   visible at the read sequence with a larger sequence number than it.
+ *
+ * Range tombstones come from a RangeDelAggregator the iterator shares with its sources: memtables
+ * add theirs up front, level iterators add each file's as they open it (see levelIterator.ts for
+ * why that suffices). The aggregator keeps its place among the fragments from one key to the next,
+ * so a step costs at most two comparisons while the key stays between two fragment boundaries,
+ * and nothing at all (no comparison, no allocation) while no source has a tombstone. Only the
+ * newest visible version of a key is checked going forward (it decides the key); backward, each
+ * visible version is, in the same region, so the aggregator answers from its cached region.
  *
  * Forward, the internal iterator stands on the entry being returned, so key() and value() are
  * views into it; stepping on costs one user-key comparison per internal entry (is it still the
@@ -35,6 +43,7 @@ import { compareByteRanges } from './keyCompare';
 import { perf } from './perfContext';
 import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../sstwriter/internalKey';
 import { assert } from '../util/errors';
+import { RangeDelAggregator, RangeDelDirection } from './rangedel/rangeDelAggregator';
 
 /** Hidden versions of one key stepped over before reseeking past them (RocksDB's default). */
 export const MAX_SEQUENTIAL_SKIPS = 8;
@@ -79,16 +88,30 @@ export class DbIterator {
   private readonly savedKey = new SavedBytes();
   /** Reverse only: the current value. */
   private readonly savedValue = new SavedBytes();
+  /** Reverse only: the current entry's sequence number. */
+  private savedSequence = 0;
   /** Since the last seekGE: moved only forward, and no internal reseek (trySeekUsingNext allowed). */
   private trySeekAllowed = false;
   private seekKeyBuf: Buffer = Buffer.allocUnsafe(64);
   private closed = false;
+  private readonly rangeDel: RangeDelAggregator;
 
-  constructor(internal: InternalIterator, boundedChildren: readonly BoundedInternalIterator[], readSeq: number, onClose: () => void) {
+  /**
+   * `rangeDel` holds (or will be given, by the children) the range tombstones of the sources;
+   * without one, no key is range-deleted.
+   */
+  constructor(
+    internal: InternalIterator,
+    boundedChildren: readonly BoundedInternalIterator[],
+    readSeq: number,
+    onClose: () => void,
+    rangeDel: RangeDelAggregator = new RangeDelAggregator(),
+  ) {
     this.internal = internal;
     this.boundedChildren = boundedChildren;
     this.readSeq = readSeq;
     this.onClose = onClose;
+    this.rangeDel = rangeDel;
   }
 
   /** The sequence number this iterator reads at. */
@@ -111,6 +134,15 @@ export class DbIterator {
   value(): Buffer {
     assert(this.isValid, 'DbIterator.value() on an invalid iterator');
     return this.direction === Direction.Reverse ? this.savedValue.view() : this.internal.value();
+  }
+
+  /**
+   * The sequence number of the current entry: the version of key() that value() returns (for
+   * reports that say which write a value came from).
+   */
+  sequenceNumber(): number {
+    assert(this.isValid, 'DbIterator.sequenceNumber() on an invalid iterator');
+    return this.direction === Direction.Reverse ? this.savedSequence : sequenceOf(this.internal.key());
   }
 
   /** Replaces the bounds; re-position the iterator afterwards. */
@@ -252,11 +284,12 @@ export class DbIterator {
           }
         } else {
           const type = typeOf(ikey);
-          if (type === ValueType.Value) {
+          if (type === ValueType.Value && !this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Forward)) {
             this.isValid = true;
             return;
           }
-          // A deletion (or a type this engine does not write): the key is hidden; skip its versions.
+          // A deletion, a range-deleted value (or a type this engine does not write): the key is
+          // hidden; skip its versions.
           this.savedKey.set(ikey, 0, userKeyLength);
           skipping = true;
           skipped = 0;
@@ -296,11 +329,15 @@ export class DbIterator {
           perf.keyComparisons++;
           if (compareByteRanges(ikey, 0, userKeyLength, this.savedKey.buf, 0, this.savedKey.length) < 0) break;
         }
-        type = typeOf(ikey) === ValueType.Value ? ValueType.Value : ValueType.Deletion;
+        type =
+          typeOf(ikey) === ValueType.Value && !this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Backward)
+            ? ValueType.Value
+            : ValueType.Deletion;
         if (type === ValueType.Value) {
           this.savedKey.set(ikey, 0, userKeyLength);
           const v = it.value();
           this.savedValue.set(v, 0, v.length);
+          this.savedSequence = sequenceOf(ikey);
         }
       }
       it.prev();

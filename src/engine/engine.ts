@@ -18,7 +18,20 @@
  * covers the key (newest first), then at most one file per deeper level found by binary search;
  * a table consults its Bloom filter before reading any data block. The first version found
  * decides (a point deletion means absent). Iterators merge all of these (see dbIterator.ts).
- * Range deletions are stored, flushed and recovered, but do not hide keys yet (next issue).
+ * Range deletions go through the WAL and the memtable like other writes, are written into the
+ * range-deletion block of flushed and compacted tables, and hide every key they cover from reads
+ * at or after their sequence number: `get` raises a covering sequence source by source, iterators
+ * consult a RangeDelAggregator fed by memtables and by each file as it is opened.
+ *
+ * Compaction (compaction/): leveled, in the background, one job at a time, in slices like flush
+ * (compactionScheduler.ts); `compactRange` compacts a key range down on request. Versions are
+ * reference-counted: an iterator holds the version it reads, so files a compaction replaces stay
+ * readable until it closes, and a table file is deleted only once no live version holds it.
+ *
+ * Ingestion (ingest/): ingestExternalFiles links external SSTs into the levels in one manifest
+ * edit, each with the global sequence number the manifest records for it (ingestionJob.ts). The
+ * engine lends it a narrow view of itself (ingestionHost()), stops writes for it on request, and
+ * keeps running compactions' output ranges (runningCompactions) for its level placement.
  *
  * Recovery (open): take the LOCK, replay the manifest, replay every WAL at or after the
  * manifest's log number into a memtable (a torn tail is dropped, corruption in the middle is an
@@ -51,13 +64,21 @@ import { MergingIterator } from './mergingIterator';
 import { LevelIterator } from './levelIterator';
 import { BoundedInternalIterator, PerKeyBoundsIterator } from './boundedIterator';
 import { DbIterator } from './dbIterator';
+import { CompactionScheduler, CompactionStats } from './compaction/compactionScheduler';
+import { CompactionOptions, resolveCompactionOptions } from './compaction/compactionOptions';
+// Ingestion (issue 7): the job lives in ingest/; the engine exposes the hooks it needs.
+import { RunningCompactions } from './runningCompactions';
+import { IngestionHost } from './ingest/ingestionHost';
+import { IngestOptions, IngestionPlan, IngestionResult, ingestExternalFiles, planIngestion } from './ingest/ingestionJob';
+import { RangeDelAggregator } from './rangedel/rangeDelAggregator';
+import { maxCoveringSeq } from './rangedel/tombstoneIndex';
 
 /** The table options an engine lets a user choose for the files it writes. */
 export type EngineTableOptions = Partial<
   Pick<TableBuilderOptions, 'formatVersion' | 'checksumType' | 'compression' | 'blockSizeBytes' | 'blockRestartInterval' | 'bloomBitsPerKey'>
 >;
 
-export interface EngineOptions {
+export interface EngineOptions extends CompactionOptions {
   /** Create the database if the directory holds none (default true). */
   createIfMissing?: boolean;
   /** Refuse to open an existing database (default false). */
@@ -120,6 +141,15 @@ export interface EngineStats {
   openTables: number;
   walNumber: number;
   manifestNumber: number;
+  /** Bytes of table files per level. */
+  bytesPerLevel: number[];
+  /** Compaction scores per level (>= 1: due; see compaction/compactionPicker.ts). */
+  levelScores: number[];
+  /** Bytes of L0 files written by flushes (write amplification = (flush + compaction bytes) / this). */
+  flushBytesWritten: number;
+  /** Writes that waited because L0 reached level0StopWritesTrigger (also counted in writeStalls). */
+  level0WriteStalls: number;
+  compaction: CompactionStats;
 }
 
 /** A pinned read point: reads through it see exactly the writes up to `sequence`. */
@@ -179,6 +209,10 @@ export class Engine {
   private liveLogNumbers: number[];
 
   private flushRunning: Promise<void> | null = null;
+  /** Background and manual compactions (compaction/compactionScheduler.ts). */
+  private readonly compactions: CompactionScheduler;
+  private flushBytesWritten = 0;
+  private level0StallCount = 0;
   private flushWaiters: Array<() => void> = [];
   private backgroundError: Error | null = null;
   private closing = false;
@@ -186,10 +220,22 @@ export class Engine {
   private closePromise: Promise<void> | null = null;
   private flushCount = 0;
   private stallCount = 0;
+  /**
+   * Output ranges of running compactions, by output level: a compaction registers its range
+   * before it first yields and releases it when its edit is installed or it fails (see
+   * runningCompactions.ts). Ingestion's level placement reads it.
+   */
+  readonly runningCompactions = new RunningCompactions();
+  /** Set while an ingestion has writes stopped (stopWrites): writers wait on it. */
+  private writesResumed: Promise<void> | null = null;
+  private resumeWriters: (() => void) | null = null;
+  private writeStops = 0;
 
   private readonly inserter = new MemtableInserter();
   private readonly scratchBatch = new WriteBatch();
-  private readonly lookup: LookupValue = { value: null };
+  private readonly lookup: LookupValue = { value: null, seq: 0 };
+  /** getFromFile's second result when it finds nothing (see there). */
+  private coveringSeqAfterFile = 0;
   private seekKeyBuf = Buffer.allocUnsafe(64);
 
   private constructor(
@@ -200,6 +246,7 @@ export class Engine {
     versions: VersionSet,
     tableCache: TableCache,
     recovered: { mem: Memtable; wal: LogWriter; liveLogNumbers: number[]; report: RecoveryReport },
+    compactionOptions: CompactionOptions,
   ) {
     this.dir = dir;
     this.writeBufferSizeBytes = opts.writeBufferSizeBytes;
@@ -214,6 +261,27 @@ export class Engine {
     this.wal = recovered.wal;
     this.liveLogNumbers = recovered.liveLogNumbers;
     this.recovery = recovered.report;
+    this.compactions = new CompactionScheduler(
+      {
+        dir,
+        tableCache,
+        table: flushOptions.table,
+        runningCompactions: this.runningCompactions,
+        currentVersion: () => this.versions.current,
+        snapshotSequences: () => this.snapshotSequences(),
+        newFileNumber: () => this.versions.newFileNumber(),
+        isClosing: () => this.closing || this.closed,
+        checkWritable: () => this.checkWritable(),
+        install: (edit) => {
+          syncDir(this.dir); // output tables' names, before the manifest refers to them
+          this.versions.logAndApply(edit);
+        },
+        onBackgroundError: (err) => {
+          if (this.backgroundError === null) this.backgroundError = err;
+        },
+      },
+      resolveCompactionOptions(compactionOptions),
+    );
   }
 
   // --- open / close ------------------------------------------------------------------------------
@@ -229,6 +297,7 @@ export class Engine {
     }
     const maxOpenFiles = options.maxOpenFiles ?? DEFAULTS.maxOpenFiles;
     if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) throw invalid(`maxOpenFiles must be an integer >= 1, got ${maxOpenFiles}`);
+    resolveCompactionOptions(options); // validates before anything is touched
     const flushSliceEntries = options.flushSliceEntries ?? DEFAULTS.flushSliceEntries;
     if (!Number.isInteger(flushSliceEntries) || flushSliceEntries < 1) throw invalid(`flushSliceEntries must be an integer >= 1`);
 
@@ -311,11 +380,14 @@ export class Engine {
         versions,
         tableCache,
         { mem, wal, liveLogNumbers, report },
+        options,
       );
       const e = engine;
       obsoleteHandler = (n) => e.deleteObsoleteTable(n);
       e.deleteObsoleteFiles(names);
       closeOnFailure = [];
+      // The recovered levels may already call for compaction.
+      e.compactions.maybeSchedule();
       return e;
     } catch (err) {
       for (const f of closeOnFailure.reverse()) {
@@ -344,6 +416,8 @@ export class Engine {
     // Stalled writers wake up and fail with "closed"; a running flush stops at its next slice.
     this.wakeFlushWaiters();
     if (this.flushRunning !== null) await this.flushRunning;
+    // A running compaction stops at its next slice and deletes its partial outputs.
+    await this.compactions.idle();
     try {
       this.wal.sync();
     } finally {
@@ -373,7 +447,10 @@ export class Engine {
     this.commit(b, opts);
   }
 
-  /** Deletes [start, end). Stored and recovered; reads do not honour it yet (next issue). */
+  /**
+   * Deletes every key in [start, end) written before it: one range tombstone, logged and
+   * applied like any write; reads at or after its sequence number no longer see those keys.
+   */
   async deleteRange(start: Buffer, end: Buffer, opts?: WriteOptions): Promise<void> {
     while (this.mustMakeRoom()) await this.makeRoomForWrite();
     const b = this.scratchBatch;
@@ -390,22 +467,30 @@ export class Engine {
 
   // --- reads ---------------------------------------------------------------------------------------
 
-  /** The newest value of `key` visible at the read point, or null (absent or deleted). */
+  /**
+   * The newest value of `key` visible at the read point, or null (absent, deleted, or covered by
+   * a newer range tombstone). Sources are asked newest first; before each source's point lookup,
+   * its tombstones covering the key raise `coveringSeq`, and the first version found is deleted
+   * if its sequence is below it. A source without tombstones adds no comparison.
+   */
   get(key: Buffer, opts?: ReadOptions): Buffer | null {
     this.checkOpen();
     const readSeq = opts?.snapshot?.sequence ?? this.versions.lastSequence;
     const out = this.lookup;
-    let r = this.mem.get(key, readSeq, out);
-    if (r !== LookupResult.NotFound) return r === LookupResult.Found ? Buffer.from(out.value as Buffer) : null;
-    for (let i = this.imms.length - 1; i >= 0; i--) {
-      r = this.imms[i].mem.get(key, readSeq, out);
-      if (r !== LookupResult.NotFound) return r === LookupResult.Found ? Buffer.from(out.value as Buffer) : null;
+    let coveringSeq = 0;
+    for (let i = this.imms.length; i >= 0; i--) {
+      const mem = i === this.imms.length ? this.mem : this.imms[i].mem;
+      const tombstones = mem.fragmentedRangeTombstones();
+      if (tombstones.count > 0) coveringSeq = Math.max(coveringSeq, maxCoveringSeq(tombstones, key, readSeq));
+      const r = mem.get(key, readSeq, out);
+      if (r !== LookupResult.NotFound) return r === LookupResult.Found && out.seq >= coveringSeq ? Buffer.from(out.value as Buffer) : null;
     }
     const version = this.versions.current;
     for (const file of version.files[0]) {
       if (!fileMayContain(file, key)) continue;
-      const found = this.getFromFile(file, key, readSeq);
+      const found = this.getFromFile(file, key, readSeq, coveringSeq);
       if (found !== undefined) return found;
+      coveringSeq = this.coveringSeqAfterFile;
     }
     let seekKey: Buffer | null = null;
     for (let level = 1; level < NUM_LEVELS; level++) {
@@ -415,8 +500,9 @@ export class Engine {
       // The first file whose largest key is >= (key, readSeq) holds the newest visible version.
       const i = findFile(files, seekKey);
       if (i === files.length || compareUserKeyToFileBound(key, files[i].smallest) < 0) continue;
-      const found = this.getFromFile(files[i], key, readSeq);
+      const found = this.getFromFile(files[i], key, readSeq, coveringSeq);
       if (found !== undefined) return found;
+      coveringSeq = this.coveringSeqAfterFile;
     }
     return null;
   }
@@ -435,22 +521,34 @@ export class Engine {
     const version = this.versions.current;
     version.ref();
     const { lowerBound, upperBound } = opts;
-    const children: BoundedInternalIterator[] = [new PerKeyBoundsIterator(this.mem.newIterator(), lowerBound, upperBound)];
-    for (let i = this.imms.length - 1; i >= 0; i--) children.push(new PerKeyBoundsIterator(this.imms[i].mem.newIterator(), lowerBound, upperBound));
-    // Each L0 file is its own sorted run; deeper levels are one run each.
-    for (const file of version.files[0]) children.push(new LevelIterator([file], this.tableCache, lowerBound, upperBound));
-    for (let level = 1; level < NUM_LEVELS; level++) {
-      if (version.files[level].length > 0) children.push(new LevelIterator(version.files[level], this.tableCache, lowerBound, upperBound));
+    // Memtables give their tombstones now; level iterators give each file's as they open it.
+    const rangeDel = new RangeDelAggregator();
+    const children: BoundedInternalIterator[] = [];
+    for (let i = this.imms.length; i >= 0; i--) {
+      const mem = i === this.imms.length ? this.mem : this.imms[i].mem;
+      rangeDel.addSource(mem.fragmentedRangeTombstones());
+      children.push(new PerKeyBoundsIterator(mem.newIterator(), lowerBound, upperBound));
     }
-    return new DbIterator(new MergingIterator(children), children, readSeq, () => {
-      version.unref();
-      pin.release();
-    });
+    // Each L0 file is its own sorted run; deeper levels are one run each.
+    for (const file of version.files[0]) children.push(new LevelIterator([file], this.tableCache, lowerBound, upperBound, { rangeDel }));
+    for (let level = 1; level < NUM_LEVELS; level++) {
+      if (version.files[level].length > 0) children.push(new LevelIterator(version.files[level], this.tableCache, lowerBound, upperBound, { rangeDel }));
+    }
+    return new DbIterator(
+      new MergingIterator(children),
+      children,
+      readSeq,
+      () => {
+        version.unref();
+        pin.release();
+      },
+      rangeDel,
+    );
   }
 
   /**
-   * Every range tombstone visible at the read point, from memtables and tables (for tests and
-   * the read-path work of the next issue).
+   * Every range tombstone visible at the read point, as stored in memtables and table files
+   * (unclipped; fragmented as written by flushes and compactions). For tests and diagnostics.
    */
   rangeTombstones(opts?: ReadOptions): RangeTombstone[] {
     this.checkOpen();
@@ -469,6 +567,33 @@ export class Engine {
       }
     }
     return out.filter((t) => t.seq <= readSeq);
+  }
+
+  /**
+   * Approximate bytes of table data holding user keys in [start, end), for choosing between read
+   * strategies (the conflict check). A file wholly inside counts its size; a file straddling a
+   * bound counts the data blocks between the bounds' index positions. Memtables are not counted
+   * (like RocksDB's and Pebble's disk-size estimates). Reads index blocks only.
+   */
+  approximateTableBytesInRange(start: Buffer, end: Buffer): number {
+    this.checkOpen();
+    let total = 0;
+    for (const files of this.versions.current.files) {
+      for (const file of files) {
+        if (compareUserKeyToFileBound(start, file.largest) > 0 || compareUserKeyToFileBound(end, file.smallest) <= 0) continue;
+        if (compareUserKeyToFileBound(start, file.smallest) <= 0 && compareUserKeyToFileBound(end, file.largest) > 0) {
+          total += file.fileSizeBytes;
+          continue;
+        }
+        const h = this.tableCache.acquire(file);
+        try {
+          total += Math.max(0, h.reader.approximateOffsetOf(end) - h.reader.approximateOffsetOf(start));
+        } finally {
+          h.release();
+        }
+      }
+    }
+    return total;
   }
 
   // --- flushes and maintenance ---------------------------------------------------------------------
@@ -501,12 +626,29 @@ export class Engine {
     this.checkWritable();
     syncDir(this.dir);
     this.versions.logAndApply(edit);
+    // Files added to L0 or a level may push it past its compaction trigger.
+    this.compactions.maybeSchedule();
   }
 
   /** A fresh file number (for a table about to be placed with applyVersionEdit). */
   newFileNumber(): number {
     this.checkOpen();
     return this.versions.newFileNumber();
+  }
+
+  /**
+   * Links external SST files into the database atomically: all of them appear in one manifest
+   * edit, each in the deepest level it may go to, with a global sequence number when it overlaps
+   * existing data. Writes go on meanwhile (they wait only if a memtable in the files' ranges must
+   * be flushed twice). See ingest/ingestionJob.ts.
+   */
+  async ingestExternalFiles(paths: readonly string[], options?: IngestOptions): Promise<IngestionResult> {
+    return ingestExternalFiles(this.ingestionHost(), paths, options);
+  }
+
+  /** Where ingestExternalFiles would put the files now; links, flushes and changes nothing. */
+  async planIngestion(paths: readonly string[], options?: IngestOptions): Promise<IngestionPlan> {
+    return planIngestion(this.ingestionHost(), paths, options);
   }
 
   get lastSequence(): number {
@@ -531,10 +673,82 @@ export class Engine {
       openTables: this.tableCache.openCount,
       walNumber: this.liveLogNumbers[this.liveLogNumbers.length - 1],
       manifestNumber: this.versions.manifestFileNumber,
+      bytesPerLevel: v.files.map((f) => f.reduce((n, file) => n + file.fileSizeBytes, 0)),
+      levelScores: this.compactions.levelScores(),
+      flushBytesWritten: this.flushBytesWritten,
+      level0WriteStalls: this.level0StallCount,
+      compaction: this.compactions.stats(),
     };
   }
 
+  /**
+   * Compacts user keys [from, to] (both inclusive; omitted: unbounded) down the levels: flushes
+   * the memtables, then compacts each level's overlapping files into the next, down to the
+   * deepest level holding any of them, which is rewritten in place if it holds deletions (see
+   * compaction/compactionScheduler.ts). Background compactions wait meanwhile.
+   */
+  async compactRange(from?: Buffer, to?: Buffer): Promise<void> {
+    this.checkWritable();
+    await this.flush();
+    await this.compactions.compactRange(from ?? null, to ?? null);
+  }
+
+  /** Resolves once no compaction is running or due (for tests and benchmarks). */
+  async waitForCompactions(): Promise<void> {
+    for (;;) {
+      this.checkWritable();
+      const progress = this.compactions.waitForProgress();
+      if (progress === null) return;
+      await progress;
+    }
+  }
+
   // --- internals -----------------------------------------------------------------------------------
+
+  /** The engine as the ingestion job sees it (ingest/ingestionHost.ts). */
+  private ingestionHost(): IngestionHost {
+    return {
+      dir: this.dir,
+      tableCache: this.tableCache,
+      runningCompactions: this.runningCompactions,
+      numLevels: this.compactions.options.numLevels,
+      checkWritable: () => this.checkWritable(),
+      currentVersion: () => this.versions.current,
+      memtables: () => [this.mem, ...this.imms.map((i) => i.mem)],
+      lastSequence: () => this.versions.lastSequence,
+      // Iterators pin a read point here too: conservative, it only costs a sequence number.
+      hasLiveSnapshots: () => this.snapshots.size > 0,
+      newFileNumber: () => this.versions.newFileNumber(),
+      flushMemtables: () => this.flush(),
+      stopWrites: () => this.stopWrites(),
+      installIngestedFiles: (edit, lastSequence) => {
+        this.checkWritable();
+        syncDir(this.dir); // the staged tables' names, before the manifest refers to them
+        this.versions.lastSequence = lastSequence;
+        this.versions.logAndApply(edit);
+        this.compactions.maybeSchedule(); // the new files may make a level due
+      },
+    };
+  }
+
+  /** Writers wait (in makeRoomForWrite) until the returned function is called; stops nest. */
+  private stopWrites(): () => void {
+    if (this.writeStops++ === 0) {
+      this.writesResumed = new Promise<void>((resolve) => {
+        this.resumeWriters = resolve;
+      });
+    }
+    let resumed = false;
+    return () => {
+      assert(!resumed, 'writes resumed twice by one stop');
+      resumed = true;
+      if (--this.writeStops > 0) return;
+      const resume = this.resumeWriters;
+      this.writesResumed = null;
+      this.resumeWriters = null;
+      if (resume !== null) resume();
+    };
+  }
 
   private checkOpen(): void {
     if (this.closed || this.closing) throw invalid(`database ${this.dir} is closed`);
@@ -555,7 +769,9 @@ export class Engine {
    * while this one waited, and only a check in the same synchronous step as the commit is sound.
    */
   private mustMakeRoom(): boolean {
-    return this.mem.approximateMemoryUsageBytes >= this.writeBufferSizeBytes || this.closing || this.backgroundError !== null;
+    return (
+      this.mem.approximateMemoryUsageBytes >= this.writeBufferSizeBytes || this.closing || this.backgroundError !== null || this.writesResumed !== null
+    );
   }
 
   /** Makes the active memtable immutable once full, waiting while too many await flushing. */
@@ -563,7 +779,25 @@ export class Engine {
     let stalled = false;
     for (;;) {
       this.checkWritable();
+      if (this.writesResumed !== null) {
+        // An ingestion stopped writes around a flush it needs (stopWrites).
+        await this.writesResumed;
+        continue;
+      }
       if (this.mem.approximateMemoryUsageBytes < this.writeBufferSizeBytes) return;
+      if (this.compactions.shouldStallWrites()) {
+        // L0 is too deep: another flush would make reads slower still. Wait for a compaction.
+        const progress = this.compactions.waitForProgress();
+        if (progress !== null) {
+          if (!stalled) {
+            stalled = true;
+            this.stallCount++;
+            this.level0StallCount++;
+          }
+          await progress;
+          continue;
+        }
+      }
       if (this.imms.length < this.maxImmutableMemtables) {
         this.switchMemtable();
         return;
@@ -618,7 +852,7 @@ export class Engine {
       while (this.imms.length > 0 && !this.closing) {
         const imm = this.imms[0];
         const fileNumber = this.versions.newFileNumber();
-        const meta = await flushMemtable(imm.mem, { ...this.flushOptions, fileNumber });
+        const meta = await flushMemtable(imm.mem, { ...this.flushOptions, fileNumber, snapshots: this.snapshotSequences() });
         if (meta === ABORTED) return;
         const edit = new VersionEdit();
         if (meta !== null) {
@@ -629,12 +863,20 @@ export class Engine {
         this.versions.logAndApply(edit);
         this.imms.shift();
         this.flushCount++;
+        if (meta !== null) this.flushBytesWritten += meta.fileSizeBytes;
         this.deleteObsoleteLogs();
         this.wakeFlushWaiters();
+        this.compactions.maybeSchedule();
       }
     } catch (err) {
       this.backgroundError = err as Error;
     }
+  }
+
+  /** Sequence numbers of live snapshots and iterator read points, ascending and distinct. */
+  private snapshotSequences(): number[] {
+    const seqs = [...this.snapshots].map((s) => s.sequence).sort((a, b) => a - b);
+    return seqs.filter((s, i) => i === 0 || s !== seqs[i - 1]);
   }
 
   private waitForFlushProgress(): Promise<void> {
@@ -689,13 +931,22 @@ export class Engine {
     assert(fs.existsSync(manifestFileName(this.dir, manifestNumber)), 'the live manifest exists');
   }
 
-  /** Looks `key` up in one table: its value, null if deleted there, undefined if not there. */
-  private getFromFile(file: FileMetaData, key: Buffer, readSeq: number): Buffer | null | undefined {
+  /**
+   * Looks `key` up in one table whose range holds it: its value, null if deleted there (or
+   * covered by a tombstone of sequence >= coveringSeq, this file's own included), undefined if not
+   * there; then `coveringSeqAfterFile` holds coveringSeq raised by this file's tombstones.
+   */
+  private getFromFile(file: FileMetaData, key: Buffer, readSeq: number, coveringSeq: number): Buffer | null | undefined {
     const h = this.tableCache.acquire(file);
     try {
+      const tombstones = h.fileTombstones(file);
+      if (tombstones.count > 0) coveringSeq = Math.max(coveringSeq, maxCoveringSeq(tombstones, key, readSeq));
       const entry = h.reader.get(key, readSeq);
-      if (entry === null) return undefined;
-      return entry.type === ValueType.Value ? entry.value : null;
+      if (entry === null) {
+        this.coveringSeqAfterFile = coveringSeq;
+        return undefined;
+      }
+      return entry.type === ValueType.Value && entry.seq >= coveringSeq ? entry.value : null;
     } finally {
       h.release();
     }

@@ -20,6 +20,15 @@
  * otherwise the level steps forward over at most TRY_SEEK_USING_NEXT_STEPS files before falling
  * back to binary search, and searches the new file from scratch. A level exhausted by a seekGE
  * stays exhausted.
+ *
+ * Range tombstones: given an aggregator (rangedel/rangeDelAggregator.ts), the level adds each
+ * file's tombstones, clipped to the file's bounds, the first time it opens the file, and never
+ * takes them back. That is enough for the reader above: whenever the merged stream stands on a
+ * key k, every file whose range holds k was opened since the last repositioning (a seek lands in
+ * or before the first file whose range reaches the target, stepping moves through files in order,
+ * and trySeekUsingNext skips only files wholly below the target). Files outside the iteration
+ * bounds are never opened and cannot cover a key inside them. A file without tombstones costs
+ * one integer test when opened.
  */
 import { SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from './iterator';
 import { BoundedInternalIterator, boundSeekKey, compareToBound } from './boundedIterator';
@@ -30,6 +39,14 @@ import { TableIterator } from './table/tableIterator';
 import { FileMetaData } from './versionEdit';
 import { findFile, findLastFileBefore } from './version';
 import { assert } from '../util/errors';
+import { RangeDelAggregator } from './rangedel/rangeDelAggregator';
+
+export interface LevelIteratorOptions {
+  /** Receives each opened file's range tombstones (see the module comment). */
+  rangeDel?: RangeDelAggregator;
+  /** Insert the blocks read into the block cache (default true; compactions say false). */
+  fillCache?: boolean;
+}
 
 export class LevelIterator implements BoundedInternalIterator {
   private readonly files: readonly FileMetaData[];
@@ -46,10 +63,16 @@ export class LevelIterator implements BoundedInternalIterator {
   private isValid = false;
   private exhaustedBySeekGE = false;
   private closed = false;
+  private readonly rangeDel: RangeDelAggregator | null;
+  /** Files whose tombstones went to rangeDel; created at the first such file. */
+  private filesWithTombstonesAdded: Set<number> | null = null;
+  private readonly fillCache: boolean;
 
-  constructor(files: readonly FileMetaData[], tableCache: TableCache, lowerBound?: Buffer, upperBound?: Buffer) {
+  constructor(files: readonly FileMetaData[], tableCache: TableCache, lowerBound?: Buffer, upperBound?: Buffer, opts: LevelIteratorOptions = {}) {
     this.files = files;
     this.tableCache = tableCache;
+    this.rangeDel = opts.rangeDel ?? null;
+    this.fillCache = opts.fillCache ?? true;
     this.setBounds(lowerBound, upperBound);
   }
 
@@ -232,8 +255,18 @@ export class LevelIterator implements BoundedInternalIterator {
     const lower = this.lowerBound !== null && compareToBound(file.smallest, this.lowerBound) < 0 ? this.lowerBound : undefined;
     const upper = this.upperBound !== null && compareToBound(file.largest, this.upperBound) >= 0 ? this.upperBound : undefined;
     this.handle = this.tableCache.acquire(file);
-    this.table = this.handle.reader.newIterator({ lowerBound: lower, upperBound: upper });
+    this.table = this.handle.reader.newIterator({ lowerBound: lower, upperBound: upper, fillCache: this.fillCache });
     this.fileIndex = i;
+    if (this.rangeDel !== null) {
+      const tombstones = this.handle.fileTombstones(file);
+      if (tombstones.count > 0) {
+        if (this.filesWithTombstonesAdded === null) this.filesWithTombstonesAdded = new Set();
+        if (!this.filesWithTombstonesAdded.has(file.fileNumber)) {
+          this.filesWithTombstonesAdded.add(file.fileNumber);
+          this.rangeDel.addSource(tombstones);
+        }
+      }
+    }
   }
 
   private closeTable(): void {

@@ -10,26 +10,52 @@
  * Contract: `acquire` returns a handle whose `release()` must be called exactly once.
  * `evict(fileNumber)` is called when a file leaves the database; its reader closes now if idle,
  * else at its last release. Data blocks are shared through one BlockCache.
+ *
+ * Range tombstones: `handle.fileTombstones(file)` is the table's fragmented tombstones clipped to
+ * the file's bounds (rangedel/tombstoneBoundaries.ts clipRangeOfFile: a file's tombstones count
+ * only within its own key range; RocksDB-written files store whole fragments reaching past it).
+ * Fragmenting and clipping happen once per open reader and are kept with it; a table without
+ * tombstones answers with the shared empty list, allocating and comparing nothing.
  */
 import { assert } from '../util/errors';
 import { BlockCache } from './table/blockCache';
 import { TableReader } from './table/tableReader';
 import { tableFileName } from './fileNames';
 import { FileMetaData } from './versionEdit';
+import { FragmentedTombstoneList } from './rangedel/fragmenter';
+import { clipFragments } from './rangedel/tombstoneIndex';
+import { clipRangeOfFile } from './rangedel/tombstoneBoundaries';
 
 export interface TableHandle {
   readonly reader: TableReader;
+  /** The table's range tombstones clipped to `file`'s bounds (file must be this handle's file). */
+  fileTombstones(file: FileMetaData): FragmentedTombstoneList;
   release(): void;
 }
 
 class Entry implements TableHandle {
   refs = 0;
   evicted = false;
+  private clipped: FragmentedTombstoneList | null = null;
   constructor(
     readonly fileNumber: number,
     readonly reader: TableReader,
     private readonly cache: TableCache,
   ) {}
+  fileTombstones(file: FileMetaData): FragmentedTombstoneList {
+    if (this.clipped === null) {
+      assert(file.fileNumber === this.fileNumber, `tombstones of file ${file.fileNumber} asked of table ${this.fileNumber}`);
+      const all = this.reader.fragmentedRangeTombstones();
+      if (all.count === 0) {
+        this.clipped = all;
+      } else {
+        // A file's bounds never change (a move keeps them), so the clip is computed once.
+        const { lower, upper } = clipRangeOfFile(file.smallest, file.largest);
+        this.clipped = clipFragments(all, lower, upper);
+      }
+    }
+    return this.clipped;
+  }
   release(): void {
     this.cache.releaseEntry(this);
   }
@@ -58,7 +84,12 @@ export class TableCache {
   acquire(file: FileMetaData): TableHandle {
     let e = this.entries.get(file.fileNumber);
     if (e === undefined) {
-      const reader = TableReader.open(tableFileName(this.dir, file.fileNumber), { blockCache: this.blockCache, fileNumber: file.fileNumber });
+      // An ingested file's keys are read with the sequence number the manifest records for it.
+      const reader = TableReader.open(tableFileName(this.dir, file.fileNumber), {
+        blockCache: this.blockCache,
+        fileNumber: file.fileNumber,
+        globalSeqno: file.globalSeqno,
+      });
       e = new Entry(file.fileNumber, reader, this);
       this.entries.set(file.fileNumber, e);
     } else if (e.refs === 0) {

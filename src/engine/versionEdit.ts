@@ -15,10 +15,13 @@
  *                      length-prefixed smallest internal key ‖ length-prefixed largest internal key ‖
  *                      varint64 smallest seq ‖ varint64 largest seq ‖
  *                      custom fields: (varint32 field tag ‖ length-prefixed value)* ‖ varint32 0
- * Custom file fields let later versions attach properties to a file (an ingested file's global
- * sequence number, say) without a new tag. A reader rejects an unknown custom field unless its
- * tag has the "safe to ignore" bit (0x40) set, since ignoring a field that changes how a file is
- * read would silently misread it. Unknown top-level tags are corruption.
+ * Custom file fields let later versions attach properties to a file without a new tag. A reader
+ * rejects an unknown custom field unless its tag has the "safe to ignore" bit (0x40) set, since
+ * ignoring a field that changes how a file is read would silently misread it. Unknown top-level
+ * tags are corruption. Custom fields defined:
+ *   2 global seqno     varint64: the sequence number ingestion assigned to an external file
+ *                      (ingest/ingestionJob.ts). Its keys are stored with sequence 0 and read
+ *                      with this one (TableReader's globalSeqno option); not safe to ignore.
  */
 import { ByteSink, decoded, readVarint32, readVarint64 } from '../util/coding';
 import { CorruptionError } from '../util/errors';
@@ -35,6 +38,12 @@ export interface FileMetaData {
   largest: Buffer;
   smallestSeq: number;
   largestSeq: number;
+  /**
+   * Ingested external files only: the sequence number every key of the file is read with (the
+   * file itself stores 0). Undefined for files the engine wrote. Moving a file between levels
+   * must keep it.
+   */
+  globalSeqno?: number;
 }
 
 export interface NewFile {
@@ -57,6 +66,8 @@ const enum Tag {
 }
 
 const CUSTOM_FIELD_TERMINATOR = 0;
+/** Custom file field: an ingested file's global sequence number (varint64). */
+const CUSTOM_FIELD_GLOBAL_SEQNO = 2;
 const CUSTOM_FIELD_SAFE_TO_IGNORE = 0x40;
 /** Longest key or name a manifest holds; anything longer is corruption, not data. */
 const MAX_MANIFEST_SLICE_BYTES = 64 * 1024 * 1024;
@@ -113,6 +124,12 @@ export class VersionEdit {
       putSlice(sink, file.largest);
       sink.putVarint64(file.smallestSeq);
       sink.putVarint64(file.largestSeq);
+      if (file.globalSeqno !== undefined) {
+        sink.putVarint32(CUSTOM_FIELD_GLOBAL_SEQNO);
+        const value = new ByteSink(10);
+        value.putVarint64(file.globalSeqno);
+        putSlice(sink, value.view());
+      }
       sink.putVarint32(CUSTOM_FIELD_TERMINATOR);
     }
     return Buffer.from(sink.view());
@@ -184,11 +201,18 @@ export class VersionEdit {
           if (smallest.length < TRAILER_BYTES || largest.length < TRAILER_BYTES) fail(`file ${fileNumber} has a bound shorter than an internal key`);
           const smallestSeq = v64();
           const largestSeq = v64();
+          let globalSeqno: number | undefined;
           for (let field = v32(); field !== CUSTOM_FIELD_TERMINATOR; field = v32()) {
-            slice();
-            if ((field & CUSTOM_FIELD_SAFE_TO_IGNORE) === 0) fail(`file ${fileNumber} has unknown custom field ${field}`);
+            const value = slice();
+            if (field === CUSTOM_FIELD_GLOBAL_SEQNO) {
+              globalSeqno = decodeVarint64Field(value, () => fail(`file ${fileNumber} has a malformed global seqno field`));
+            } else if ((field & CUSTOM_FIELD_SAFE_TO_IGNORE) === 0) {
+              fail(`file ${fileNumber} has unknown custom field ${field}`);
+            }
           }
-          edit.newFiles.push({ level: l, file: { fileNumber, fileSizeBytes, smallest, largest, smallestSeq, largestSeq } });
+          const meta: FileMetaData = { fileNumber, fileSizeBytes, smallest, largest, smallestSeq, largestSeq };
+          if (globalSeqno !== undefined) meta.globalSeqno = globalSeqno;
+          edit.newFiles.push({ level: l, file: meta });
           break;
         }
         default:
@@ -197,6 +221,17 @@ export class VersionEdit {
     }
     return edit;
   }
+}
+
+/** A custom field holding exactly one varint64; `fail` throws. */
+function decodeVarint64Field(value: Buffer, fail: () => never): number {
+  try {
+    readVarint64(value, 0);
+  } catch {
+    fail();
+  }
+  if (decoded.offset !== value.length) fail();
+  return decoded.value;
 }
 
 function putSlice(sink: ByteSink, s: Uint8Array): void {

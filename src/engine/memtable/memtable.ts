@@ -4,9 +4,15 @@
  * Contract:
  * - Holds point entries (puts and deletes) in one skiplist and range deletions in another,
  *   the latter keyed by (start, seq, RangeDeletion) with the exclusive end key as value, like an
- *   SST's range-deletion block. Range deletions are stored and returned; applying them to reads
- *   is the job of the read path (a later issue), so `get` here answers for point entries only.
- * - `get(userKey, readSeq)` finds the newest point entry for the key with seq <= readSeq.
+ *   SST's range-deletion block. Applying range deletions is the read path's job (the engine's
+ *   get and iterators, through `fragmentedRangeTombstones()`), so `get` here answers for point
+ *   entries only.
+ * - `get(userKey, readSeq)` finds the newest point entry for the key with seq <= readSeq and
+ *   reports its sequence number, which the caller compares with covering range tombstones.
+ * - `fragmentedRangeTombstones()` is the tombstones fragmented for search (rangedel/fragmenter.ts),
+ *   built on first use and rebuilt only when tombstones were added since (the active memtable
+ *   takes more while readers use it; a reader needs only those at or below its sequence, which
+ *   any later list still holds).
  * - Iterators see entries added after they were created (the skiplist never moves or frees an
  *   entry); readers filter by sequence number, so that is harmless.
  * - `approximateMemoryUsageBytes` counts the arena bytes in use; the engine compares it with
@@ -17,6 +23,7 @@ import { SkipList } from './skiplist';
 import { TRAILER_BYTES, ValueType, sequenceOf, writeTrailer } from '../../sstwriter/internalKey';
 import { compareByteRanges } from '../keyCompare';
 import { assert } from '../../util/errors';
+import { FragmentedTombstoneList, fragmentTombstones } from '../rangedel/fragmenter';
 
 export enum LookupResult {
   NotFound = 0,
@@ -24,9 +31,11 @@ export enum LookupResult {
   Deleted = 2,
 }
 
-/** Where a successful lookup leaves the value (a view into the memtable's arena). */
+/** Where a successful lookup leaves the value (a view into the memtable's arena) and its sequence. */
 export interface LookupValue {
   value: Buffer | null;
+  /** Sequence number of the entry found (Found or Deleted). */
+  seq: number;
 }
 
 export interface RangeTombstone {
@@ -58,6 +67,9 @@ export class Memtable {
   private rangeDeletionList: SkipList | null = null;
   private smallestSeqSeen = Number.MAX_SAFE_INTEGER;
   private largestSeqSeen = 0;
+  /** Fragments of the range tombstones, and how many tombstones they were built from. */
+  private fragments: FragmentedTombstoneList = FragmentedTombstoneList.EMPTY;
+  private fragmentsBuiltFrom = 0;
 
   constructor(opts: MemtableOptions = {}) {
     this.points = new SkipList({ initialArenaBytes: opts.initialArenaBytes });
@@ -91,6 +103,7 @@ export class Memtable {
     if (node === 0) return LookupResult.NotFound;
     const key = this.points.key(node);
     if (compareByteRanges(key, 0, key.length - TRAILER_BYTES, userKey, 0, userKey.length) !== 0) return LookupResult.NotFound;
+    out.seq = sequenceOf(key);
     if (key[key.length - TRAILER_BYTES] === ValueType.Deletion) {
       out.value = null;
       return LookupResult.Deleted;
@@ -117,6 +130,16 @@ export class Memtable {
       out.push({ start: Buffer.from(k.subarray(0, k.length - TRAILER_BYTES)), end: Buffer.from(this.rangeDeletions.value(n)), seq: sequenceOf(k) });
     }
     return out;
+  }
+
+  /** The range tombstones fragmented for search; the shared empty list while there are none. */
+  fragmentedRangeTombstones(): FragmentedTombstoneList {
+    const count = this.rangeTombstoneCount;
+    if (count !== this.fragmentsBuiltFrom) {
+      this.fragments = fragmentTombstones(this.rangeTombstones());
+      this.fragmentsBuiltFrom = count;
+    }
+    return this.fragments;
   }
 
   get pointEntryCount(): number {

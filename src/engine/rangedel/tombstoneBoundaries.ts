@@ -155,21 +155,36 @@ export function assignTombstonesToOutputs(outputs: readonly OutputPointKeys[], f
     const upper = splits[i + 1];
     const pieces = clipFragments(fragments, lower, upper);
     const o = outputs[i];
-    let smallest = o.firstPointKey;
-    let largest = o.lastPointKey;
-    if (pieces.count > 0) {
-      const start = tombstoneStartKey(pieces.starts[0], pieces.maxSeqOf(0));
-      if (smallest === null || compareInternal(start, smallest) < 0) smallest = start;
-      const lastEnd = pieces.ends[pieces.count - 1];
-      if (largest === null || compareUserKeys(lastEnd, userKeyOf(largest)) > 0) largest = tombstoneEndSentinel(lastEnd);
-    }
-    assert(smallest !== null && largest !== null, `output ${i} holds neither point keys nor tombstones`);
-    result.push({ tombstones: pieces.toTombstones(), smallest: Buffer.from(smallest), largest: Buffer.from(largest), lower, upper });
+    assert(o.firstPointKey !== null || pieces.count > 0, `output ${i} holds neither point keys nor tombstones`);
+    const { smallest, largest } = outputFileBounds(o.firstPointKey, o.lastPointKey, pieces);
+    result.push({ tombstones: pieces.toTombstones(), smallest, largest, lower, upper });
   }
   for (let i = 1; i < n; i++) {
     assert(!filesClaimSameKey(result[i - 1].largest, result[i].smallest), `outputs ${i - 1} and ${i} claim the same key`);
   }
   return result;
+}
+
+/**
+ * Bounds of one output file: point keys [firstPointKey .. lastPointKey] (null: none) and the
+ * tombstone pieces it carries, already cut to the range it owns (sorted, disjoint; see
+ * clipFragments). smallest = min(first point key, (first piece start, its largest seq,
+ * RangeDeletion)); largest = the last point key unless the last piece ends past its user key,
+ * then that piece's end sentinel. Copies. A compaction writing its outputs one at a time calls
+ * this per file; assignTombstonesToOutputs does the same for a whole list of outputs.
+ */
+export function outputFileBounds(firstPointKey: Buffer | null, lastPointKey: Buffer | null, pieces: FragmentedTombstoneList): FileBounds {
+  assert((firstPointKey === null) === (lastPointKey === null), 'a file has both a first and a last point key, or neither');
+  let smallest = firstPointKey;
+  let largest = lastPointKey;
+  if (pieces.count > 0) {
+    const start = tombstoneStartKey(pieces.starts[0], pieces.maxSeqOf(0));
+    if (smallest === null || compareInternal(start, smallest) < 0) smallest = start;
+    const lastEnd = pieces.ends[pieces.count - 1];
+    if (largest === null || compareUserKeys(lastEnd, userKeyOf(largest)) > 0) largest = tombstoneEndSentinel(lastEnd);
+  }
+  assert(smallest !== null && largest !== null, 'a file needs a point key or a range tombstone');
+  return { smallest: Buffer.from(smallest), largest: Buffer.from(largest) };
 }
 
 /**

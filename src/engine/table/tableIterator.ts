@@ -63,13 +63,19 @@ export interface TableBlockSource {
   newIndexIterator(): IndexIterator;
   /** A fresh, unpositioned iterator for data blocks (internal keys, global seqno applied). */
   newDataBlockIterator(): BlockIterator;
-  /** Loads (or finds in the cache) the data block at `offset` of `size` bytes, pinned. */
-  loadDataBlock(offset: number, size: number): BlockCacheHandle;
+  /**
+   * Loads (or finds in the cache) the data block at `offset` of `size` bytes, pinned. With
+   * fillCache false, a block not in the cache is read without being inserted (compaction reads:
+   * each block once, which would only push hot blocks out).
+   */
+  loadDataBlock(offset: number, size: number, fillCache?: boolean): BlockCacheHandle;
 }
 
 export interface TableIteratorOptions {
   lowerBound?: Buffer;
   upperBound?: Buffer;
+  /** Insert blocks read from the file into the block cache (default true). */
+  fillCache?: boolean;
 }
 
 /** Per-block knowledge of a bound: not yet compared, whole block inside, or per-key checks needed. */
@@ -84,6 +90,7 @@ export class TableIterator implements InternalIterator {
   private readonly indexKeyIsUserKey: boolean;
   private readonly index: IndexIterator;
   private readonly data: BlockIterator;
+  private readonly fillCache: boolean;
   /** Pin on the current data block, or null when none is loaded. */
   private pinned: BlockCacheHandle | null = null;
   /** File offset of the loaded data block, or -1. */
@@ -106,6 +113,7 @@ export class TableIterator implements InternalIterator {
     this.indexKeyIsUserKey = source.indexKeyIsUserKey;
     this.index = source.newIndexIterator();
     this.data = source.newDataBlockIterator();
+    this.fillCache = options?.fillCache ?? true;
     this.setBounds(options?.lowerBound, options?.upperBound);
   }
 
@@ -284,7 +292,7 @@ export class TableIterator implements InternalIterator {
     const offset = this.index.handleOffset;
     if (offset !== this.loadedBlockOffset || this.pinned === null) {
       this.releaseBlock();
-      this.pinned = this.source.loadDataBlock(offset, this.index.handleSize);
+      this.pinned = this.source.loadDataBlock(offset, this.index.handleSize, this.fillCache);
       this.loadedBlockOffset = offset;
       this.data.reset(this.pinned.block);
     }

@@ -53,6 +53,7 @@ import { BlockCache, BlockCacheHandle } from './blockCache';
 import { FilterReader } from './filterReader';
 import { PartitionedFilter, PartitionedIndexIterator } from './partitionedIndex';
 import { IndexIterator, TableBlockSource, TableIterator, TableIteratorOptions } from './tableIterator';
+import { FragmentedTombstoneList, fragmentTombstones } from '../rangedel/fragmenter';
 
 export interface TableReaderOptions {
   /** Verify every block checksum as it is read (default true). */
@@ -116,6 +117,8 @@ export class TableReader implements TableBlockSource {
   private readonly partitionedIndex: boolean;
   private readonly filter: FilterReader | PartitionedFilter | null;
   private readonly tombstones: RangeTombstone[];
+  /** `tombstones` fragmented for search; built on first use (most tables have none). */
+  private fragments: FragmentedTombstoneList | null = null;
   private readonly metaHandles: Map<string, BlockHandle>;
   private readonly verifyChecksums: boolean;
   private readonly blockCache: BlockCache | null;
@@ -212,6 +215,16 @@ export class TableReader implements TableBlockSource {
     return this.tombstones.map((t) => ({ start: Buffer.from(t.start), end: Buffer.from(t.end), seq: t.seq }));
   }
 
+  /**
+   * The range tombstones fragmented for search (rangedel/fragmenter.ts), built once per reader;
+   * the shared empty list for a table without any. Not clipped to the file's bounds: that is
+   * the caller's job, who knows them (see TableCache).
+   */
+  fragmentedRangeTombstones(): FragmentedTombstoneList {
+    if (this.fragments === null) this.fragments = this.tombstones.length === 0 ? FragmentedTombstoneList.EMPTY : fragmentTombstones(this.rangeTombstones());
+    return this.fragments;
+  }
+
   /** The first point key (a copy), or null for a table without point entries. */
   smallestKey(): Buffer | null {
     const it = this.newIterator();
@@ -288,7 +301,7 @@ export class TableReader implements TableBlockSource {
     return new BlockIterator(null, { order: compareInternalKeyRanges, internalKeys: true, globalSeqno: this.globalSeqno });
   }
 
-  loadDataBlock(offset: number, size: number): BlockCacheHandle {
+  loadDataBlock(offset: number, size: number, fillCache = true): BlockCacheHandle {
     this.checkOpen();
     if (this.blockCache !== null) {
       const hit = this.blockCache.lookup(this.cacheId, offset);
@@ -296,7 +309,7 @@ export class TableReader implements TableBlockSource {
     }
     const block = Block.parse(this.readBlock({ offset, size }, 'data', this.verifyChecksums), this.path, offset);
     perf.dataBlocksRead++;
-    if (this.blockCache !== null) return this.blockCache.insert(this.cacheId, offset, block);
+    if (this.blockCache !== null && fillCache) return this.blockCache.insert(this.cacheId, offset, block);
     return new UncachedBlock(block);
   }
 

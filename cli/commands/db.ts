@@ -1,0 +1,394 @@
+/**
+ * `ingest put | get | delete | delete-range | scan | stats | compact --db DIR`: the engine as a
+ * command-line key-value store, for scripts, debugging and spot checks (RocksDB's `ldb` plays
+ * this role for RocksDB). Documented in docs/engine-cli.md.
+ *
+ * Every command opens the database at --db (taking its LOCK: a database another process or
+ * engine holds open fails with "database is locked: DIR (held by pid N)", exit 1), does one thing
+ * and closes it. Writes are durable when the command returns: close() syncs the WAL. `put`,
+ * `delete` and `delete-range` create the database if it is missing; the other commands refuse a
+ * directory that holds none (exit 2), so a mistyped --db never leaves an empty database behind.
+ * The engine has no read-only open yet, so even a read starts a new WAL and MANIFEST; once
+ * MAX_REPLAYED_LOGS_BEFORE_FLUSH WALs have piled up, opening flushes them into one L0 table.
+ *
+ * Keys and values on the command line and in the output: see dbText.ts (`--hex`, `--key SPEC`).
+ *
+ * Exit codes: 0 success; 1 `get` of a missing key (like ldb), a locked database, corruption, I/O
+ * errors, `compact` when the engine has no compaction; 2 usage: bad options, bad hex, a key the
+ * spec cannot encode, --from after --to, no database at --db.
+ *
+ * `--json` output (stable field names):
+ * - get:    {"key"|"keyHex", "found": true, "value"|"valueHex"} or {"key"|"keyHex", "found": false}
+ * - put, delete, delete-range: {"sequence": N} (the database's last sequence number after the write)
+ * - scan:   one object per line, {"key"|"keyHex", "value"|"valueHex"}
+ * - stats:  {"lastSequence", "levels": [{"level", "files": [{"number", "sizeBytes", "smallestHex",
+ *            "largestHex", "smallestSeq", "largestSeq"}]}] (all levels, L0 newest file first),
+ *            "compaction": {...} when the engine counts compactions}
+ * - compact: {"filesPerLevelBefore": [...], "filesPerLevelAfter": [...]} (+ "compaction")
+ * `--stats` on get and scan prints the perf context of the read (see src/engine/perfContext.ts):
+ * inside the object as "perf" for `get --json`, else as one line {"perf": {...}} on stderr.
+ */
+import * as fs from 'fs';
+import { Command } from 'commander';
+import { Engine, EngineStats } from '../../src/engine/engine';
+import { currentFileName } from '../../src/engine/fileNames';
+import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/engine/perfContext';
+import { userKeyOf } from '../../src/sstwriter/internalKey';
+import { IngestError } from '../../src/util/errors';
+import { DbTextCodec, KeyFields } from './dbText';
+
+interface CommonOptions {
+  db: string;
+  hex?: boolean;
+  key?: string;
+  json?: boolean;
+}
+
+interface ReadCommandOptions extends CommonOptions {
+  stats?: boolean;
+}
+
+interface ScanOptions extends ReadCommandOptions {
+  from?: string;
+  to?: string;
+  limit?: number;
+  reverse?: boolean;
+}
+
+interface CompactOptions extends CommonOptions {
+  from?: string;
+  to?: string;
+}
+
+/** The engine's compaction entry point, present once the engine has compaction. */
+interface CompactableEngine {
+  compactRange(from?: Buffer, to?: Buffer): Promise<unknown>;
+}
+
+/** Output flushed to stdout in chunks of about this many characters (a scan prints many lines). */
+const OUTPUT_CHUNK_CHARS = 64 * 1024;
+/** Recovered WALs at which opening flushes them into one table (see openDb). */
+export const MAX_REPLAYED_LOGS_BEFORE_FLUSH = 16;
+
+// --- opening --------------------------------------------------------------------------------------
+
+function codecFor(o: CommonOptions): DbTextCodec {
+  return new DbTextCodec({ hex: o.hex, keySpec: o.key });
+}
+
+async function openDb(dir: string, createIfMissing: boolean): Promise<Engine> {
+  // Checked here rather than left to the engine so the message speaks the CLI's language.
+  if (!createIfMissing && !fs.existsSync(currentFileName(dir))) {
+    throw new IngestError('USAGE', `no database at ${dir} (put creates one)`);
+  }
+  const engine = await Engine.open(dir, { createIfMissing });
+  // Each open starts a new WAL and, while the recovered data is small, keeps the old ones live.
+  // One command per open would leave one more WAL per command; flushing once enough have piled
+  // up retires them into one table file.
+  if (engine.recovery.logsReplayed.length >= MAX_REPLAYED_LOGS_BEFORE_FLUSH) {
+    try {
+      await engine.flush();
+    } catch (err) {
+      await engine.close();
+      throw err;
+    }
+  }
+  return engine;
+}
+
+/** Opens the database, runs `body`, and closes it whatever happens. */
+async function withDb<T>(dir: string, createIfMissing: boolean, body: (engine: Engine) => Promise<T> | T): Promise<T> {
+  const engine = await openDb(dir, createIfMissing);
+  try {
+    return await body(engine);
+  } finally {
+    await engine.close();
+  }
+}
+
+// --- output ---------------------------------------------------------------------------------------
+
+/**
+ * Lines to stdout in chunks, waiting when the pipe is full so a large scan into a slow reader
+ * holds one chunk of memory, not the whole output. A reader that goes away (`| head`) ends the
+ * output quietly: `closed` turns true and callers stop producing.
+ */
+class StdoutLines {
+  private pending: string[] = [];
+  private pendingChars = 0;
+
+  get closed(): boolean {
+    return stdoutClosed;
+  }
+
+  /** Queues a line; true when a chunk is full and the caller should `await flush()`. */
+  add(text: string): boolean {
+    this.pending.push(text, '\n');
+    this.pendingChars += text.length + 1;
+    return this.pendingChars >= OUTPUT_CHUNK_CHARS;
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.length === 0 || stdoutClosed) return;
+    const chunk = this.pending.join('');
+    this.pending = [];
+    this.pendingChars = 0;
+    if (!process.stdout.write(chunk)) await stdoutWritable();
+  }
+}
+
+/** Resolves when stdout drains, closes or fails (the EPIPE handler records a closed reader). */
+function stdoutWritable(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.stdout.off('drain', done);
+      process.stdout.off('close', done);
+      process.stdout.off('error', done);
+      resolve();
+    };
+    process.stdout.on('drain', done);
+    process.stdout.on('close', done);
+    process.stdout.on('error', done);
+  });
+}
+
+let stdoutClosed = false;
+let epipeHandlerInstalled = false;
+
+/** A reader closing our stdout (EPIPE) is the normal end of `scan | head`, not an error. */
+function ignoreEpipeOnStdout(): void {
+  if (epipeHandlerInstalled) return;
+  epipeHandlerInstalled = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') {
+      stdoutClosed = true;
+      return;
+    }
+    throw err;
+  });
+}
+
+function printJson(obj: object): void {
+  process.stdout.write(`${JSON.stringify(obj)}\n`);
+}
+
+function printPerfToStderr(perf: PerfContext): void {
+  process.stderr.write(`${JSON.stringify({ perf })}\n`);
+}
+
+// --- commands -------------------------------------------------------------------------------------
+
+async function putCommand(keyText: string, valueText: string, o: CommonOptions): Promise<void> {
+  const codec = codecFor(o);
+  const key = codec.parseKey(keyText, 'key');
+  const value = codec.parseValue(valueText);
+  const sequence = await withDb(o.db, true, async (engine) => {
+    await engine.put(key, value);
+    return engine.lastSequence;
+  });
+  if (o.json) printJson({ sequence });
+  else process.stdout.write('OK\n');
+}
+
+async function deleteCommand(keyText: string, o: CommonOptions): Promise<void> {
+  const key = codecFor(o).parseKey(keyText, 'key');
+  const sequence = await withDb(o.db, true, async (engine) => {
+    await engine.delete(key);
+    return engine.lastSequence;
+  });
+  if (o.json) printJson({ sequence });
+  else process.stdout.write('OK\n');
+}
+
+async function deleteRangeCommand(fromText: string, toText: string, o: CommonOptions): Promise<void> {
+  const codec = codecFor(o);
+  const from = codec.parseKey(fromText, 'from');
+  const to = codec.parseKey(toText, 'to');
+  // [from, to) with from == to is empty and writes nothing, as in RocksDB; from > to is a mistake.
+  if (Buffer.compare(from, to) > 0) throw new IngestError('USAGE', `delete-range: from ${codec.displayKey(from)} is after to ${codec.displayKey(to)}`);
+  const sequence = await withDb(o.db, true, async (engine) => {
+    await engine.deleteRange(from, to);
+    return engine.lastSequence;
+  });
+  if (o.json) printJson({ sequence });
+  else process.stdout.write('OK\n');
+}
+
+async function getCommand(keyText: string, o: ReadCommandOptions): Promise<void> {
+  const codec = codecFor(o);
+  const key = codec.parseKey(keyText, 'key');
+  const { value, perf } = await withDb(o.db, false, (engine) => {
+    resetPerfContext();
+    const v = engine.get(key);
+    return { value: v, perf: snapshotPerfContext() };
+  });
+  const keyFields: KeyFields = codec.keyFields(key);
+  if (o.json) {
+    const found = value === null ? { found: false } : { found: true, ...codec.valueFields(value) };
+    printJson(o.stats ? { ...keyFields, ...found, perf } : { ...keyFields, ...found });
+  } else {
+    if (value !== null) process.stdout.write(`${codec.displayValue(value)}\n`);
+    else process.stderr.write(`not found: ${codec.displayKey(key)}\n`);
+    if (o.stats) printPerfToStderr(perf);
+  }
+  // A missing key is an answer, not a failure, but scripts want to branch on it (ldb also exits 1).
+  if (value === null) process.exitCode = 1;
+}
+
+async function scanCommand(o: ScanOptions): Promise<void> {
+  const codec = codecFor(o);
+  const from = o.from === undefined ? undefined : codec.parseKey(o.from, '--from');
+  const to = o.to === undefined ? undefined : codec.parseKey(o.to, '--to');
+  if (from !== undefined && to !== undefined && Buffer.compare(from, to) > 0) {
+    throw new IngestError('USAGE', `scan: --from ${codec.displayKey(from)} is after --to ${codec.displayKey(to)}`);
+  }
+  const limit = o.limit ?? Number.POSITIVE_INFINITY;
+  ignoreEpipeOnStdout();
+  const out = new StdoutLines();
+  const perf = await withDb(o.db, false, async (engine) => {
+    resetPerfContext();
+    const it = engine.newIterator({ lowerBound: from, upperBound: to });
+    try {
+      // Positioning at a bound explicitly (rather than first()/last() under bounds) states the intent.
+      if (o.reverse) {
+        if (to !== undefined) it.seekLT(to);
+        else it.last();
+      } else if (from !== undefined) {
+        it.seekGE(from);
+      } else {
+        it.first();
+      }
+      for (let n = 0; n < limit && it.valid() && !out.closed; n++) {
+        const key = it.key();
+        const value = it.value();
+        const line = o.json ? JSON.stringify({ ...codec.keyFields(key), ...codec.valueFields(value) }) : `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
+        if (out.add(line)) await out.flush();
+        if (o.reverse) it.prev();
+        else it.next();
+      }
+    } finally {
+      it.close();
+    }
+    await out.flush();
+    return snapshotPerfContext();
+  });
+  if (o.stats) printPerfToStderr(perf);
+}
+
+/** Compaction counters from stats(): its `compaction` object, or its compaction* fields, or null. */
+function compactionStats(stats: EngineStats): object | null {
+  const s = stats as EngineStats & { compaction?: unknown };
+  if (typeof s.compaction === 'object' && s.compaction !== null) return s.compaction;
+  const fields = Object.entries(stats).filter(([name, v]) => name.startsWith('compaction') && typeof v === 'number');
+  return fields.length > 0 ? Object.fromEntries(fields) : null;
+}
+
+async function statsCommand(o: CommonOptions): Promise<void> {
+  const codec = codecFor(o);
+  const report = await withDb(o.db, false, (engine) => {
+    const stats = engine.stats();
+    const levels = engine.levelFiles().map((files, level) => ({
+      level,
+      files: files.map((f) => ({
+        number: f.fileNumber,
+        sizeBytes: f.fileSizeBytes,
+        smallestHex: userKeyOf(f.smallest).toString('hex'),
+        largestHex: userKeyOf(f.largest).toString('hex'),
+        smallestSeq: f.smallestSeq,
+        largestSeq: f.largestSeq,
+      })),
+    }));
+    const compaction = compactionStats(stats);
+    return { lastSequence: stats.lastSequence, levels, ...(compaction === null ? {} : { compaction }) };
+  });
+  if (o.json) {
+    printJson(report);
+    return;
+  }
+  const lines = [`last sequence: ${report.lastSequence}`];
+  for (const { level, files } of report.levels) {
+    if (files.length === 0) continue;
+    const bytes = files.reduce((sum, f) => sum + f.sizeBytes, 0);
+    lines.push(`L${level}: ${files.length} file(s), ${bytes} bytes`);
+    for (const f of files) {
+      const smallest = codec.displayKey(Buffer.from(f.smallestHex, 'hex'));
+      const largest = codec.displayKey(Buffer.from(f.largestHex, 'hex'));
+      lines.push(`  #${f.number} ${f.sizeBytes} bytes [${smallest} .. ${largest}] seq ${f.smallestSeq}..${f.largestSeq}`);
+    }
+  }
+  if (report.levels.every((l) => l.files.length === 0)) lines.push('no table files (everything is in the write-ahead log)');
+  if ('compaction' in report) lines.push(`compaction: ${JSON.stringify(report.compaction)}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function hasCompactRange(engine: Engine): engine is Engine & CompactableEngine {
+  return typeof (engine as Engine & Partial<CompactableEngine>).compactRange === 'function';
+}
+
+async function compactCommand(o: CompactOptions): Promise<void> {
+  const codec = codecFor(o);
+  const from = o.from === undefined ? undefined : codec.parseKey(o.from, '--from');
+  const to = o.to === undefined ? undefined : codec.parseKey(o.to, '--to');
+  const report = await withDb(o.db, false, async (engine) => {
+    if (!hasCompactRange(engine)) {
+      throw new IngestError('NOT_SUPPORTED', 'compaction is not available yet: this engine build has no compactRange');
+    }
+    const filesPerLevelBefore = engine.stats().filesPerLevel;
+    await engine.compactRange(from, to);
+    const stats = engine.stats();
+    const compaction = compactionStats(stats);
+    return { filesPerLevelBefore, filesPerLevelAfter: stats.filesPerLevel, ...(compaction === null ? {} : { compaction }) };
+  });
+  if (o.json) printJson(report);
+  else process.stdout.write(`compacted: files per level [${report.filesPerLevelBefore.join(', ')}] -> [${report.filesPerLevelAfter.join(', ')}]\n`);
+}
+
+// --- registration ---------------------------------------------------------------------------------
+
+function nonNegativeInt(name: string): (v: string) => number {
+  return (v: string) => {
+    const n = Number(v);
+    if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) throw new IngestError('USAGE', `${name} must be a non-negative integer, got "${v}"`);
+    return n;
+  };
+}
+
+/** The options every database command takes. */
+function withCommonOptions(cmd: Command): Command {
+  return cmd
+    .requiredOption('--db <dir>', 'database directory')
+    .option('--hex', 'keys and values are given and printed in hex (keys: unless --key is given)')
+    .option('--key <spec>', 'keys are typed through this key spec, as in import: COL[:TYPE][,...], TYPE bytes|int64|uint64')
+    .option('--json', 'machine-readable output (see docs/engine-cli.md)');
+}
+
+export function registerDbCommands(program: Command): void {
+  withCommonOptions(program.command('put').description('write one key-value pair (creates the database if missing)'))
+    .argument('<key>')
+    .argument('<value>')
+    .action((key: string, value: string, o: CommonOptions) => putCommand(key, value, o));
+  withCommonOptions(program.command('get').description('print the value of a key; exit code 1 when the key is absent'))
+    .argument('<key>')
+    .option('--stats', 'print the perf context of the read')
+    .action((key: string, o: ReadCommandOptions) => getCommand(key, o));
+  withCommonOptions(program.command('delete').description('delete one key (creates the database if missing)'))
+    .argument('<key>')
+    .action((key: string, o: CommonOptions) => deleteCommand(key, o));
+  withCommonOptions(program.command('delete-range').description('delete the keys in [from, to) (a range tombstone)'))
+    .argument('<from>', 'first key deleted')
+    .argument('<to>', 'first key kept (exclusive)')
+    .action((from: string, to: string, o: CommonOptions) => deleteRangeCommand(from, to, o));
+  withCommonOptions(program.command('scan').description('print key-value pairs in key order'))
+    .option('--from <key>', 'first key (inclusive)')
+    .option('--to <key>', 'end key (exclusive)')
+    .option('--limit <n>', 'print at most n pairs', nonNegativeInt('--limit'))
+    .option('--reverse', 'descending key order (from the last key before --to)')
+    .option('--stats', 'print the perf context of the scan on stderr')
+    .action((o: ScanOptions) => scanCommand(o));
+  withCommonOptions(program.command('stats').description('files per level and their key ranges'))
+    .action((o: CommonOptions) => statsCommand(o));
+  withCommonOptions(program.command('compact').description('flush, then compact the keys [from, to] down the levels (default: everything)'))
+    .option('--from <key>', 'first key of the range (inclusive)')
+    .option('--to <key>', 'last key of the range (inclusive)')
+    .action((o: CompactOptions) => compactCommand(o));
+}

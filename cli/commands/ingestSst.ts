@@ -1,0 +1,157 @@
+/**
+ * `ingest sst ingest <file.sst...> --db DIR` and `ingest sst plan <file.sst...> --db DIR`:
+ * prebuilt external SSTs (ours, or RocksDB's SstFileWriter's) into the engine, and a dry run of
+ * the same. The library side is src/engine/ingest/ingestionJob.ts.
+ *
+ * - ingest: links the files into the database in one atomic step (see Engine.ingestExternalFiles)
+ *   and prints where each went. The files themselves are not modified. `--create-if-missing`
+ *   creates the database; otherwise a directory without one is a usage error (exit 2).
+ * - plan: the levels and global sequence numbers ingest would choose now, without linking,
+ *   flushing or changing anything (the engine does open the database, which starts a new WAL and
+ *   MANIFEST, as every open does).
+ * Options shared by both: --no-verify-checksums (skip reading every block), --no-blocking-flush
+ * (fail instead of flushing a memtable that overlaps a file), --require-bottommost, and
+ * --replace-start/--replace-end KEY (delete every existing key in [start, end) in the same atomic
+ * step; keys as `ingest get` reads them: UTF-8, or hex with --hex, or typed with --key SPEC).
+ * ingest only: --copy (copy the files instead of hard-linking them).
+ *
+ * Exit codes: 0 success; 2 usage or a refused ingestion (overlapping files, not an external SST,
+ * requireBottommost or no blocking flush violated); 1 corruption, I/O, a locked database.
+ *
+ * `--json` prints one object (stable field names):
+ *   {"db", "files": [{"path" (null for the replace-range tombstone table), "fileNumber" (ingest),
+ *     "linked" (ingest), "level", "globalSeqno", "smallestHex", "largestHex", "largestExclusive",
+ *     "sizeBytes", "stoppedAtLevel", "stopReason"}],
+ *    ingest: "memtableFlushes", "writesStopped", "lastSequence", "seconds";
+ *    plan:   "memtableFlushNeeded", "lastSequence"}
+ */
+import * as fs from 'fs';
+import { Command } from 'commander';
+import { Engine } from '../../src/engine/engine';
+import { currentFileName } from '../../src/engine/fileNames';
+import { IngestedFile, IngestOptions, PlannedFile } from '../../src/engine/ingest/ingestionJob';
+import { IngestError } from '../../src/util/errors';
+import { DbTextCodec } from './dbText';
+
+interface IngestSstCliOptions {
+  db: string;
+  json?: boolean;
+  hex?: boolean;
+  key?: string;
+  verifyChecksums: boolean;
+  blockingFlush: boolean;
+  requireBottommost?: boolean;
+  replaceStart?: string;
+  replaceEnd?: string;
+  copy?: boolean;
+  createIfMissing?: boolean;
+}
+
+function ingestOptionsFrom(o: IngestSstCliOptions): IngestOptions {
+  if ((o.replaceStart === undefined) !== (o.replaceEnd === undefined)) {
+    throw new IngestError('USAGE', '--replace-start and --replace-end go together');
+  }
+  const codec = new DbTextCodec({ hex: o.hex, keySpec: o.key });
+  return {
+    verifyChecksums: o.verifyChecksums,
+    allowBlockingFlush: o.blockingFlush,
+    requireBottommost: o.requireBottommost === true,
+    copyFiles: o.copy === true,
+    replaceRange:
+      o.replaceStart === undefined || o.replaceEnd === undefined
+        ? undefined
+        : { start: codec.parseKey(o.replaceStart, '--replace-start'), end: codec.parseKey(o.replaceEnd, '--replace-end') },
+  };
+}
+
+async function withEngine<T>(dir: string, createIfMissing: boolean, body: (e: Engine) => Promise<T>): Promise<T> {
+  if (!createIfMissing && !fs.existsSync(currentFileName(dir))) {
+    throw new IngestError('USAGE', `no database at ${dir} (--create-if-missing creates one)`);
+  }
+  const engine = await Engine.open(dir, { createIfMissing });
+  try {
+    return await body(engine);
+  } finally {
+    await engine.close();
+  }
+}
+
+function fileJson(f: PlannedFile): Record<string, unknown> {
+  return {
+    path: f.path,
+    level: f.targetLevel,
+    globalSeqno: f.globalSeqno,
+    smallestHex: f.smallest.toString('hex'),
+    largestHex: f.largest.toString('hex'),
+    largestExclusive: f.largestExclusive,
+    sizeBytes: f.fileSizeBytes,
+    stoppedAtLevel: f.stoppedAtLevel,
+    stopReason: f.stopReason,
+  };
+}
+
+function fileLine(f: PlannedFile, codec: DbTextCodec): string {
+  const what = f.path ?? '(replace-range tombstones)';
+  const span = `[${codec.displayKey(f.smallest)} .. ${codec.displayKey(f.largest)}${f.largestExclusive ? ')' : ']'}`;
+  const why = f.stoppedAtLevel === null ? 'no overlap' : `${f.stopReason} overlap at L${f.stoppedAtLevel}`;
+  return `${what}: L${f.targetLevel} seqno ${f.globalSeqno} ${span} (${why})`;
+}
+
+async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void> {
+  const opts = ingestOptionsFrom(o);
+  const started = process.hrtime.bigint();
+  const result = await withEngine(o.db, o.createIfMissing === true, (e) => e.ingestExternalFiles(files, opts));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (o.json === true) {
+    const out = {
+      db: o.db,
+      files: result.files.map((f: IngestedFile) => ({ ...fileJson(f), fileNumber: f.fileNumber, linked: f.linked })),
+      memtableFlushes: result.memtableFlushes,
+      writesStopped: result.writesStopped,
+      lastSequence: result.lastSequence,
+      seconds,
+    };
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+    return;
+  }
+  const codec = new DbTextCodec({ hex: o.hex, keySpec: o.key });
+  for (const f of result.files) process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? '' : ' (copied)'}\n`);
+  process.stdout.write(`ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`);
+}
+
+async function runPlan(files: string[], o: IngestSstCliOptions): Promise<void> {
+  const opts = ingestOptionsFrom(o);
+  const plan = await withEngine(o.db, false, async (e) => e.planIngestion(files, opts));
+  if (o.json === true) {
+    process.stdout.write(`${JSON.stringify({ db: o.db, files: plan.files.map(fileJson), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence })}\n`);
+    return;
+  }
+  const codec = new DbTextCodec({ hex: o.hex, keySpec: o.key });
+  for (const f of plan.files) process.stdout.write(`${fileLine(f, codec)}\n`);
+  if (plan.memtableFlushNeeded) process.stdout.write('a memtable holds data in these ranges: ingest would flush it first\n');
+}
+
+function addSharedOptions(cmd: Command): Command {
+  return cmd
+    .requiredOption('--db <dir>', 'database directory')
+    .option('--json', 'print one JSON object')
+    .option('--hex', 'keys in hex (--replace-start/--replace-end and output)')
+    .option('--key <spec>', 'typed keys, as the import --key spec (e.g. id:int64)')
+    .option('--no-verify-checksums', 'do not read every block of the files before ingesting')
+    .option('--no-blocking-flush', 'fail instead of flushing a memtable that overlaps a file')
+    .option('--require-bottommost', 'fail unless every file goes to the bottom level')
+    .option('--replace-start <key>', 'delete existing keys from this key (inclusive) ...')
+    .option('--replace-end <key>', '... to this key (exclusive), atomically with the ingestion');
+}
+
+/** Adds `ingest` and `plan` to the `sst` command group (creating the group if absent). */
+export function registerIngestSstCommands(program: Command): void {
+  const sst = program.commands.find((c) => c.name() === 'sst') ?? program.command('sst').description('single SST files');
+  addSharedOptions(sst.command('ingest').description('link external SST files into a database atomically').argument('<files...>', 'SST files'))
+    .option('--copy', 'copy the files instead of hard-linking them')
+    .option('--create-if-missing', 'create the database if there is none')
+    .action((files: string[], o: IngestSstCliOptions) => runIngest(files, o));
+  addSharedOptions(sst.command('plan').description('show where `sst ingest` would put the files, changing nothing').argument('<files...>', 'SST files')).action(
+    (files: string[], o: IngestSstCliOptions) => runPlan(files, o),
+  );
+}
