@@ -16,6 +16,7 @@ import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
 import { registerDbCommands } from './commands/db';
 import { registerIngestSstCommands } from './commands/ingestSst';
+import { registerCheckCommand } from './commands/check';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   // Adds `sst ingest` and `sst plan` to the group registered just above.
   registerIngestSstCommands(program);
   registerImportCommand(program);
+  registerCheckCommand(program);
   registerDbCommands(program);
   return program;
 }

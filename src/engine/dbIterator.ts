@@ -63,17 +63,31 @@ const enum Direction {
 }
 
 /** A growable byte buffer for saved keys and values, reused across positions. */
+/** Bytes copied byte by byte up to this length: cheaper than Buffer#copy's call for short keys. */
+const SHORT_COPY_BYTES = 32;
+
 class SavedBytes {
   buf: Buffer = Buffer.allocUnsafe(64);
   length = 0;
+  /** The last view handed out, reused while buf and length stay (the contents change under it). */
+  private lastView: Buffer | null = null;
   set(src: Buffer, start: number, end: number): void {
     const n = end - start;
-    if (n > this.buf.length) this.buf = Buffer.allocUnsafe(Math.max(n, 2 * this.buf.length));
-    src.copy(this.buf, 0, start, end);
+    if (n > this.buf.length) {
+      this.buf = Buffer.allocUnsafe(Math.max(n, 2 * this.buf.length));
+      this.lastView = null;
+    }
+    const buf = this.buf;
+    if (n <= SHORT_COPY_BYTES) {
+      for (let i = 0; i < n; i++) buf[i] = src[start + i];
+    } else {
+      src.copy(buf, 0, start, end);
+    }
     this.length = n;
   }
   view(): Buffer {
-    return this.buf.subarray(0, this.length);
+    if (this.lastView === null || this.lastView.length !== this.length) this.lastView = this.buf.subarray(0, this.length);
+    return this.lastView;
   }
 }
 
@@ -84,7 +98,7 @@ export class DbIterator {
   private readonly onClose: () => void;
   private direction = Direction.Forward;
   private isValid = false;
-  /** Forward: the user key being skipped. Reverse: the current user key. */
+  /** The current user key; while skipping forward, the key whose older versions are skipped. */
   private readonly savedKey = new SavedBytes();
   /** Reverse only: the current value. */
   private readonly savedValue = new SavedBytes();
@@ -123,12 +137,10 @@ export class DbIterator {
     return this.isValid;
   }
 
-  /** The current user key (a view). */
+  /** The current user key (a view, valid until the iterator moves). */
   key(): Buffer {
     assert(this.isValid, 'DbIterator.key() on an invalid iterator');
-    if (this.direction === Direction.Reverse) return this.savedKey.view();
-    const ikey = this.internal.key();
-    return ikey.subarray(0, ikey.length - TRAILER_BYTES);
+    return this.savedKey.view();
   }
 
   value(): Buffer {
@@ -205,8 +217,7 @@ export class DbIterator {
       if (this.internal.valid()) this.internal.next();
       else this.internal.first();
     } else {
-      const ikey = this.internal.key();
-      this.savedKey.set(ikey, 0, ikey.length - TRAILER_BYTES);
+      // savedKey holds the current key (findNextUserEntry put it there): skip its versions.
       this.internal.next();
     }
     this.findNextUserEntry(true);
@@ -285,6 +296,8 @@ export class DbIterator {
         } else {
           const type = typeOf(ikey);
           if (type === ValueType.Value && !this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Forward)) {
+            // Saved now rather than at next(): key() then returns one reusable view of it.
+            this.savedKey.set(ikey, 0, userKeyLength);
             this.isValid = true;
             return;
           }

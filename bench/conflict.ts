@@ -1,0 +1,485 @@
+/**
+ * Conflict-scan benchmark, in two parts.
+ *
+ * 1. The grid of CockroachDB's BenchmarkCheckSSTConflicts: engine keys {1000, 10000, 100000} x
+ *    versions per key {8, 64} x SST keys {1000, 10000} x overlap {false, true}, 128-byte values
+ *    ('a' x 128). Engine key i is "key-" ‖ uvarint-ascending(i) (CockroachDB's key encoding). The
+ *    engine gets `versions` rounds of puts of every key with a snapshot after each round, so
+ *    that flush and compaction keep every version (as they would keep MVCC versions), then one
+ *    full compaction: the bottom level holds each key's versions side by side, newest first.
+ *    SST key i: overlap=false → "key-" ‖ uvarint(engineKeys + i), past every engine key (the
+ *    empty-span fast path); overlap=true → "key-" ‖ uvarint(n) ‖ uvarint(1 + c) with
+ *    n = floor(i / sstKeys × engineKeys): spread over the engine's range, between engine keys,
+ *    never equal to one. Three strategies per cell: seek with trySeekUsingNext, seek without it,
+ *    a point get per SST key. CockroachDB checks an in-memory SST, so here the SST is read
+ *    through a block cache kept across runs; the strategies run interleaved in batches (about
+ *    20 ms each) and the figure is the median per-scan time of the scan step alone, with the
+ *    key comparisons of one scan. Target: trySeekUsingNext at least 4x faster than plain seek in
+ *    overlap=true cells, never slower in the others.
+ *
+ * 2. Against RocksDB: 1M SST keys against a 1M-key engine where half the SST keys exist (a
+ *    quarter unchanged, a quarter conflicting). Keys are 8-byte big-endian integers: engine key
+ *    2i (i < 1M); SST key j is 2j for even j and 2j+1 for odd j, so both span the same range,
+ *    interleaved. Values are 128 bytes (mulberry32). The C++ peer (bench/peer/conflict_peer.cc,
+ *    built by bench/peer/build-conflict.sh) ingests the same engine data (an SST we write) into a
+ *    RocksDB database and does one SeekGE per sorted SST key. Our engine holds the data through
+ *    puts and flushes (the L0 files, disjoint, moved to L6). Both sides keep the database's
+ *    blocks in a cache large enough for all of it, and read the new SST from its file every run
+ *    (no cache): a warm-up, then the median of --runs. Target: our key rate at least half of
+ *    RocksDB's.
+ *
+ * Usage: npm run build && node dist/bench/conflict.js [--grid-only | --peer-only] [--runs N]
+ *        [--peer-keys N] [--json] [--keep DIR]
+ */
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Engine } from '../src/engine/engine';
+import { VersionEdit } from '../src/engine/versionEdit';
+import { WriteBatch } from '../src/engine/writeBatch';
+import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
+import { BlockCache } from '../src/engine/table/blockCache';
+import { checkSstConflicts, checkSstRunConflicts, CheckSstConflictsOptions } from '../src/conflict/checkSstConflicts';
+import { SstRun } from '../src/conflict/sstRun';
+import { ConflictSummary } from '../src/conflict/report';
+
+const VALUE_BYTES = 128;
+const CACHE_BYTES = 1024 * 1024 * 1024;
+const MIN_RUNS = 3;
+const SST_CACHE_BYTES = 64 * 1024 * 1024;
+
+interface Args {
+  grid: boolean;
+  peer: boolean;
+  runs: number;
+  peerKeys: number;
+  json: boolean;
+  keepDir: string | null;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  const a: Args = { grid: true, peer: true, runs: 5, peerKeys: 1_000_000, json: false, keepDir: null };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const positive = (): number => {
+      const n = Number(argv[++i]);
+      if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} needs a positive integer`);
+      return n;
+    };
+    switch (flag) {
+      case '--grid-only':
+        a.peer = false;
+        break;
+      case '--peer-only':
+        a.grid = false;
+        break;
+      case '--runs':
+        a.runs = positive();
+        break;
+      case '--peer-keys':
+        a.peerKeys = positive();
+        break;
+      case '--json':
+        a.json = true;
+        break;
+      case '--keep':
+        a.keepDir = argv[++i];
+        break;
+      default:
+        throw new Error(`unknown argument ${flag} (expected --grid-only, --peer-only, --runs N, --peer-keys N, --json, --keep DIR)`);
+    }
+  }
+  return a;
+}
+
+// ------------------------------------------------------------------------------------ keys
+
+/** CockroachDB's EncodeUvarintAscending: order-preserving, 1 byte up to 109, else a length-tagged big-endian. */
+function uvarintAscending(v: number, out: number[]): void {
+  const INT_ZERO = 136;
+  const INT_SMALL = 109;
+  const INT_MAX = 0xfd;
+  if (v <= INT_SMALL) {
+    out.push(INT_ZERO + v);
+    return;
+  }
+  const bytes: number[] = [];
+  for (let x = v; x > 0; x = Math.floor(x / 256)) bytes.unshift(x % 256);
+  out.push(INT_MAX - 8 + bytes.length, ...bytes);
+}
+
+function crdbKey(...parts: number[]): Buffer {
+  const out = [...Buffer.from('key-')];
+  for (const p of parts) uvarintAscending(p, out);
+  return Buffer.from(out);
+}
+
+function u64Key(n: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeUInt32BE(Math.floor(n / 2 ** 32), 0);
+  b.writeUInt32BE(n >>> 0, 4);
+  return b;
+}
+
+/** 128 mulberry32 bytes seeded by `seed` (the peer never generates values: it reads our SSTs). */
+function randomValue(seed: number): Buffer {
+  const v = Buffer.allocUnsafe(VALUE_BYTES);
+  let state = seed >>> 0;
+  for (let b = 0; b < VALUE_BYTES; b += 4) {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    v.writeUInt32LE((t ^ (t >>> 14)) >>> 0, b);
+  }
+  return v;
+}
+
+// ------------------------------------------------------------------------------------ engine
+
+async function openEngine(dir: string): Promise<Engine> {
+  // Compactions run only when asked, so the layout measured is the one built.
+  return Engine.open(dir, { blockCacheSizeBytes: CACHE_BYTES, table: { blockSizeBytes: 4096 }, disableAutoCompactions: true });
+}
+
+/** Flushes and moves every L0 file to L6 (they are disjoint: keys were written in order). */
+async function flushToBottom(engine: Engine): Promise<void> {
+  await engine.flush();
+  const l0 = [...engine.levelFiles()[0]];
+  const edit = new VersionEdit();
+  for (const f of l0) edit.deleteFile(0, f.fileNumber).addFile(6, f);
+  if (l0.length > 0) engine.applyVersionEdit(edit);
+}
+
+/**
+ * The grid's engine: `versions` rounds, each writing every key once, with a snapshot after each
+ * round so that flushes and compactions keep every version (as MVCC versions would be kept),
+ * then one full compaction: the result is the bottom level with each key's versions adjacent,
+ * newest first, like CockroachDB's flushed-and-compacted Pebble. Snapshots are released after.
+ */
+async function buildGridEngine(dir: string, keys: number, versions: number): Promise<{ engine: Engine; seconds: number; filesPerLevel: number[] }> {
+  const t0 = performance.now();
+  const engine = await openEngine(dir);
+  const value = Buffer.alloc(VALUE_BYTES, 'a');
+  const keyBufs: Buffer[] = [];
+  for (let i = 0; i < keys; i++) keyBufs.push(crdbKey(i));
+  const batch = new WriteBatch();
+  const snapshots = [];
+  for (let j = 0; j < versions; j++) {
+    for (let i = 0; i < keys; i++) {
+      batch.put(keyBufs[i], value);
+      if (batch.count === 256 || i === keys - 1) {
+        await engine.write(batch);
+        batch.clear();
+      }
+    }
+    snapshots.push(engine.getSnapshot());
+  }
+  await engine.compactRange();
+  for (const s of snapshots) s.release();
+  return { engine, seconds: (performance.now() - t0) / 1000, filesPerLevel: engine.stats().filesPerLevel };
+}
+
+function writeGridSst(p: string, engineKeys: number, sstKeys: number, overlap: boolean): void {
+  const w = new SstFileWriter(p);
+  const value = Buffer.alloc(VALUE_BYTES, 'a');
+  let lastNum = -1;
+  let counter = 0;
+  for (let i = 0; i < sstKeys; i++) {
+    let n = Math.floor((i / sstKeys) * engineKeys);
+    if (!overlap) n = i + engineKeys;
+    else if (n === lastNum) counter++;
+    else counter = 0;
+    w.put(overlap ? crdbKey(n, 1 + counter) : crdbKey(n, 1), value);
+    lastNum = n;
+  }
+  w.finish();
+}
+
+// ------------------------------------------------------------------------------------ measuring
+
+interface Measured {
+  /** Median CPU seconds per scan (scanCpuSeconds): a busy machine does not inflate it. */
+  seconds: number;
+  /** Median wall seconds per scan (scanSeconds). */
+  wallSeconds: number;
+  keyComparisons: number;
+  summary: ConflictSummary;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** Scans per timed batch so that a batch takes about BATCH_SECONDS (tiny cells need many). */
+const BATCH_SECONDS = 0.02;
+
+/**
+ * Times strategies on one open SST run, interleaved round by round (so drift in machine load
+ * hits all alike): each round runs a batch of each, timing the scan step alone (scanSeconds);
+ * the figure is the median over rounds of the per-scan time.
+ */
+function measureInterleaved(engine: Engine, run: SstRun, strategies: typeof STRATEGIES, rounds: number): Measured[] {
+  const once = (opts: CheckSstConflictsOptions): ConflictSummary => checkSstRunConflicts(engine, run, { maxReported: 0, ...opts }).summary;
+  const batch = strategies.map((s) => {
+    once(s.opts); // warm-up: table readers open, blocks cached
+    const t = once(s.opts).scanSeconds;
+    return Math.max(1, Math.min(10_000, Math.ceil(BATCH_SECONDS / Math.max(t, 1e-6))));
+  });
+  const cpu: number[][] = strategies.map(() => []);
+  const wall: number[][] = strategies.map(() => []);
+  const last: ConflictSummary[] = strategies.map((s) => once(s.opts));
+  for (let r = 0; r < rounds; r++) {
+    strategies.forEach((s, i) => {
+      let cpuTotal = 0;
+      let wallTotal = 0;
+      for (let k = 0; k < batch[i]; k++) {
+        last[i] = once(s.opts);
+        cpuTotal += last[i].scanCpuSeconds;
+        wallTotal += last[i].scanSeconds;
+      }
+      cpu[i].push(cpuTotal / batch[i]);
+      wall[i].push(wallTotal / batch[i]);
+    });
+  }
+  return strategies.map((_, i) => ({ seconds: median(cpu[i]), wallSeconds: median(wall[i]), keyComparisons: last[i].keyComparisons, summary: last[i] }));
+}
+
+/** Times one strategy opening the SSTs every run (no cache for them), as an import would. */
+function measureCold(engine: Engine, paths: string[], opts: CheckSstConflictsOptions, runs: number): Measured {
+  const run = (): ConflictSummary => checkSstConflicts(engine, paths, { maxReported: 0, ...opts }).summary;
+  run(); // warm-up: the engine's blocks cached, the SST in the OS page cache
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  let summary = run();
+  for (;;) {
+    cpu.push(summary.scanCpuSeconds);
+    wall.push(summary.scanSeconds);
+    if (cpu.length >= Math.max(MIN_RUNS, runs)) break;
+    summary = run();
+  }
+  return { seconds: median(cpu), wallSeconds: median(wall), keyComparisons: summary.keyComparisons, summary };
+}
+
+const STRATEGIES: Array<{ name: string; opts: CheckSstConflictsOptions }> = [
+  { name: 'seek+next', opts: { strategy: 'seek', trySeekUsingNext: true } },
+  { name: 'seek', opts: { strategy: 'seek', trySeekUsingNext: false } },
+  { name: 'get', opts: { strategy: 'get' } },
+];
+
+interface GridCell {
+  engineKeys: number;
+  versions: number;
+  sstKeys: number;
+  overlap: boolean;
+  results: Record<string, { ms: number; wallMs: number; keyComparisons: number }>;
+  plainOverTrySeek: number;
+  getOverTrySeek: number;
+  autoChose: string;
+}
+
+async function runGrid(dir: string, args: Args, log: (s: string) => void): Promise<{ cells: GridCell[]; builds: Array<{ engineKeys: number; versions: number; seconds: number; filesPerLevel: number[] }> }> {
+  const cells: GridCell[] = [];
+  const builds: Array<{ engineKeys: number; versions: number; seconds: number; filesPerLevel: number[] }> = [];
+  log(
+    `${'engine'.padStart(7)} ${'vers'.padStart(4)} ${'sst'.padStart(6)} ${'overlap'.padStart(7)} | ` +
+      STRATEGIES.map((s) => `${s.name.padStart(10)} ms ${'cmps'.padStart(9)}`).join(' | ') +
+      ` | seek/seek+next  get/seek+next  auto`,
+  );
+  for (const engineKeys of [1000, 10000, 100000]) {
+    for (const versions of [8, 64]) {
+      const dbDir = path.join(dir, `grid-${engineKeys}-${versions}`);
+      const { engine, seconds, filesPerLevel } = await buildGridEngine(dbDir, engineKeys, versions);
+      builds.push({ engineKeys, versions, seconds, filesPerLevel });
+      try {
+        for (const sstKeys of [1000, 10000]) {
+          for (const overlap of [false, true]) {
+            const sst = path.join(dir, `grid-${engineKeys}-${versions}-${sstKeys}-${overlap}.sst`);
+            writeGridSst(sst, engineKeys, sstKeys, overlap);
+            const results: GridCell['results'] = {};
+            // The SST is read through a block cache kept across runs: CockroachDB's benchmark checks an
+            // in-memory SST, so only the scan itself is measured.
+            const run = SstRun.open([sst], { blockCache: new BlockCache(SST_CACHE_BYTES) });
+            try {
+              const measured = measureInterleaved(engine, run, STRATEGIES, Math.max(MIN_RUNS, args.runs));
+              STRATEGIES.forEach((s, i) => {
+                results[s.name] = { ms: measured[i].seconds * 1000, wallMs: measured[i].wallSeconds * 1000, keyComparisons: measured[i].keyComparisons };
+                const a = measured[0].summary;
+                const b = measured[i].summary;
+                if (a.new !== b.new || a.unchanged !== b.unchanged || a.conflicts !== b.conflicts) throw new Error(`strategies disagree in cell ${engineKeys}/${versions}/${sstKeys}/${overlap}`);
+              });
+            } finally {
+              run.close();
+            }
+            const autoChose = checkSstConflicts(engine, [sst], { maxReported: 0 }).summary.strategy;
+            const cell: GridCell = {
+              engineKeys,
+              versions,
+              sstKeys,
+              overlap,
+              results,
+              plainOverTrySeek: results.seek.ms / results['seek+next'].ms,
+              getOverTrySeek: results.get.ms / results['seek+next'].ms,
+              autoChose,
+            };
+            cells.push(cell);
+            log(
+              `${String(engineKeys).padStart(7)} ${String(versions).padStart(4)} ${String(sstKeys).padStart(6)} ${String(overlap).padStart(7)} | ` +
+                STRATEGIES.map((s) => `${results[s.name].ms.toFixed(3).padStart(10)} ms ${String(results[s.name].keyComparisons).padStart(9)}`).join(' | ') +
+                ` | ${cell.plainOverTrySeek.toFixed(2).padStart(13)}x ${cell.getOverTrySeek.toFixed(2).padStart(12)}x  ${autoChose}`,
+            );
+            fs.rmSync(sst, { force: true });
+          }
+        }
+      } finally {
+        await engine.close();
+        fs.rmSync(dbDir, { recursive: true, force: true });
+      }
+    }
+  }
+  return { cells, builds };
+}
+
+// ------------------------------------------------------------------------------------ the peer
+
+function repoRoot(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'bench', 'peer', 'build-conflict.sh'))) return dir;
+    if (path.dirname(dir) === dir) return process.cwd();
+  }
+}
+
+const PEER_DIR = path.join(repoRoot(), 'bench', 'peer');
+const PEER_BINARY = path.join(PEER_DIR, 'build', 'conflict_peer');
+
+function findPeer(): { binary: string } | { unavailable: string } {
+  if (fs.existsSync(PEER_BINARY)) return { binary: PEER_BINARY };
+  const build = spawnSync('bash', [path.join(PEER_DIR, 'build-conflict.sh')], { encoding: 'utf8' });
+  if (build.error === undefined && build.status === 0 && fs.existsSync(PEER_BINARY)) return { binary: PEER_BINARY };
+  const why = (build.error?.message ?? build.stderr ?? '').trim().split('\n').slice(-3).join(' | ');
+  return { unavailable: `RocksDB peer could not be built (needs g++ and librocksdb-dev 7.8): ${why}` };
+}
+
+interface PeerComparison {
+  sstKeys: number;
+  engineKeys: number;
+  counts: { new: number; unchanged: number; conflicts: number };
+  ours: Record<string, { seconds: number; wallSeconds: number; keysPerSecond: number; keyComparisons: number }>;
+  rocksdb: { seconds: number; wallSeconds: number; keysPerSecond: number } | null;
+  rocksdbUnavailable: string | null;
+  ratioOursOverRocksdb: number | null;
+  targetMet: boolean | null;
+  buildSeconds: number;
+}
+
+async function runPeerComparison(dir: string, args: Args, log: (s: string) => void): Promise<PeerComparison> {
+  const n = args.peerKeys;
+  // The engine's data, also as an SST for the peer to ingest.
+  const engineData = path.join(dir, 'engine-data.sst');
+  const t0 = performance.now();
+  const engine = await openEngine(path.join(dir, 'peer-db'));
+  const w = new SstFileWriter(engineData);
+  const batch = new WriteBatch();
+  const BATCH_KEYS = 64;
+  for (let i = 0; i < n; i++) {
+    const k = u64Key(2 * i);
+    const v = randomValue(i + 1);
+    w.put(k, v);
+    batch.put(k, v);
+    if (batch.count === BATCH_KEYS || i === n - 1) {
+      await engine.write(batch);
+      batch.clear();
+    }
+  }
+  w.finish();
+  await flushToBottom(engine);
+  const buildSeconds = (performance.now() - t0) / 1000;
+  // The new SST: half existing (alternately unchanged and changed), half new, interleaved.
+  const newSst = path.join(dir, 'new.sst');
+  const sw = new SstFileWriter(newSst);
+  for (let j = 0; j < n; j++) {
+    if (j % 2 === 1) sw.put(u64Key(2 * j + 1), randomValue(0x40000000 + j));
+    else sw.put(u64Key(2 * j), j % 4 === 0 ? randomValue(j + 1) : randomValue(0x20000000 + j));
+  }
+  sw.finish();
+
+  const ours: PeerComparison['ours'] = {};
+  let counts = { new: 0, unchanged: 0, conflicts: 0 };
+  try {
+    for (const s of [STRATEGIES[0], STRATEGIES[2]]) {
+      const m = measureCold(engine, [newSst], s.opts, args.runs);
+      ours[s.name] = { seconds: m.seconds, wallSeconds: m.wallSeconds, keysPerSecond: n / m.seconds, keyComparisons: m.keyComparisons };
+      counts = { new: m.summary.new, unchanged: m.summary.unchanged, conflicts: m.summary.conflicts };
+    }
+  } finally {
+    await engine.close();
+  }
+  const peer = findPeer();
+  let rocksdb: PeerComparison['rocksdb'] = null;
+  if ('binary' in peer) {
+    const r = spawnSync(peer.binary, [engineData, newSst, path.join(dir, 'rocksdb-db'), String(args.runs + 1)], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    if (r.error !== undefined) throw r.error;
+    if (r.status !== 0) throw new Error(`conflict_peer exited with ${r.status}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout) as { keys: number; new: number; unchanged: number; conflicts: number; runSeconds: number[]; runCpuSeconds: number[] };
+    if (out.keys !== n || out.new !== counts.new || out.unchanged !== counts.unchanged || out.conflicts !== counts.conflicts) {
+      throw new Error(`RocksDB classified differently: ${JSON.stringify(out)} vs ours ${JSON.stringify(counts)}`);
+    }
+    // The first run warms the cache.
+    const seconds = median(out.runCpuSeconds.slice(1));
+    rocksdb = { seconds, wallSeconds: median(out.runSeconds.slice(1)), keysPerSecond: n / seconds };
+  }
+  const ratio = rocksdb === null ? null : ours['seek+next'].keysPerSecond / rocksdb.keysPerSecond;
+  const result: PeerComparison = {
+    sstKeys: n,
+    engineKeys: n,
+    counts,
+    ours,
+    rocksdb,
+    rocksdbUnavailable: 'unavailable' in peer ? peer.unavailable : null,
+    ratioOursOverRocksdb: ratio,
+    targetMet: ratio === null ? null : ratio >= 0.5,
+    buildSeconds,
+  };
+  log(`\n${n} SST keys vs a ${n}-key engine (half exist: ${counts.unchanged} unchanged, ${counts.conflicts} conflicting, ${counts.new} new); engine built in ${buildSeconds.toFixed(1)} s`);
+  for (const [name, f] of Object.entries(ours)) {
+    log(`ours ${name.padEnd(10)} ${f.seconds.toFixed(3).padStart(8)} s cpu (${f.wallSeconds.toFixed(3)} s wall) ${(f.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s  ${f.keyComparisons} key comparisons`);
+  }
+  if (rocksdb !== null) {
+    log(`rocksdb seek/key  ${rocksdb.seconds.toFixed(3).padStart(8)} s cpu (${rocksdb.wallSeconds.toFixed(3)} s wall) ${(rocksdb.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s`);
+    log(`ratio ours (seek+next) / rocksdb: ${(ratio as number).toFixed(2)}x (target >= 0.5x: ${result.targetMet === true ? 'met' : 'NOT met'})`);
+  } else {
+    log(result.rocksdbUnavailable as string);
+  }
+  return result;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const dir = args.keepDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'conflict-bench-'));
+  fs.mkdirSync(dir, { recursive: true });
+  const log = (s: string): void => {
+    if (!args.json) console.log(s);
+  };
+  log(`conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; times are CPU time of the scan step alone (wall time is inflated on a busy machine), median after a warm-up`);
+  try {
+    const grid = args.grid ? await runGrid(dir, args, log) : null;
+    if (grid !== null) {
+      const overlapCells = grid.cells.filter((c) => c.overlap);
+      const others = grid.cells.filter((c) => !c.overlap);
+      const min4x = Math.min(...overlapCells.map((c) => c.plainOverTrySeek));
+      const minOthers = Math.min(...others.map((c) => c.plainOverTrySeek));
+      log(`seek+next vs plain seek: overlap=true cells ${overlapCells.map((c) => c.plainOverTrySeek.toFixed(2)).join(' ')} (min ${min4x.toFixed(2)}x, target >= 4x); others min ${minOthers.toFixed(2)}x (target >= 1x)`);
+    }
+    const peer = args.peer ? await runPeerComparison(dir, args, log) : null;
+    if (args.json) console.log(JSON.stringify({ node: process.version, grid, peer }, null, 2));
+  } finally {
+    if (args.keepDir === null) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exitCode = 1;
+});

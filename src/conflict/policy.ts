@@ -1,0 +1,55 @@
+/**
+ * What an import does about conflicts (`--on-conflict`), decided from a conflict report:
+ * - abort (default): with any conflict, ingest nothing (the CLI exits with code 3);
+ * - overwrite: ingest every file; the new values win (they get newer sequence numbers);
+ * - skip: ingest everything but the conflicting rows: files holding one are rewritten without
+ *   them (rewrite.ts); the rest go in as they are.
+ * Unchanged rows are ingested under every policy but abort-with-conflicts: rewriting a value
+ * with itself changes nothing a reader can see.
+ *
+ * The decision is only as fresh as the report's snapshot: the caller must ingest without
+ * letting writes in between (or re-check), or a write racing the import can turn into an
+ * unreported overwrite.
+ */
+import { IngestError } from '../util/errors';
+import { ConflictReport } from './report';
+import { RewriteOptions, RewrittenFile, rewriteWithoutKeys } from './rewrite';
+
+export type OnConflict = 'abort' | 'overwrite' | 'skip';
+
+export const ON_CONFLICT_CHOICES: readonly OnConflict[] = ['abort', 'overwrite', 'skip'];
+
+export interface IngestPlan {
+  policy: OnConflict;
+  /** False when nothing may be ingested (abort with conflicts). */
+  ingest: boolean;
+  /** The files to ingest (rewritten ones in place of their originals). */
+  files: string[];
+  rewritten: RewrittenFile[];
+  /** Originals left out because every row in them conflicted (skip). */
+  emptied: string[];
+  /** Conflicting rows that will not be ingested (skip) or that stopped the import (abort). */
+  rowsHeldBack: number;
+}
+
+export function parseOnConflict(text: string): OnConflict {
+  if ((ON_CONFLICT_CHOICES as readonly string[]).includes(text)) return text as OnConflict;
+  throw new IngestError('USAGE', `--on-conflict must be one of ${ON_CONFLICT_CHOICES.join(', ')}, got "${text}"`);
+}
+
+/**
+ * Decides which files to ingest. For `skip` with conflicts, the report must come from
+ * checkSstConflicts with collectConflictingKeys, and the rewritten files are written now.
+ */
+export function applyConflictPolicy(policy: OnConflict, report: ConflictReport, sstPaths: readonly string[], rewrite: RewriteOptions = {}): IngestPlan {
+  const conflicts = report.summary.conflicts;
+  const plan: IngestPlan = { policy, ingest: true, files: sstPaths.slice(), rewritten: [], emptied: [], rowsHeldBack: 0 };
+  if (conflicts === 0 || policy === 'overwrite') return plan;
+  if (policy === 'abort') return { ...plan, ingest: false, files: [], rowsHeldBack: conflicts };
+  const keys = report.conflictingKeys;
+  if (keys === null || keys.length !== conflicts) {
+    throw new IngestError('INVALID_ARGUMENT', 'the skip policy needs every conflicting key: run checkSstConflicts with collectConflictingKeys');
+  }
+  const r = rewriteWithoutKeys(sstPaths, keys, rewrite);
+  return { ...plan, files: r.paths, rewritten: r.rewritten, emptied: r.emptied, rowsHeldBack: conflicts };
+}

@@ -1,0 +1,281 @@
+/**
+ * The new data of a conflict check: a sorted run of external SST files (as `ingest import`
+ * writes them) read as one stream of unique user keys, with a seek that can skip whole files.
+ *
+ * Contract:
+ * - Every file holds only point puts (no deletions, merge operands or range tombstones), each
+ *   user key at most once, which is what SstFileWriter produces from sorted rows; anything else
+ *   is IngestError NOT_SUPPORTED naming the file. Files with no entries are ignored.
+ * - Files may be given in any order; they are sorted by smallest key and must not overlap
+ *   (IngestError INVALID_ARGUMENT naming both files): the run is then one sorted sequence.
+ * - Every file stays open (one descriptor each) until close(); the run is meant for the file
+ *   sets one import produces (tens to hundreds of files), not for thousands at once.
+ *
+ * The iterator yields user keys: `key()` as a view, or `internalKey()` (the key with its
+ * trailer, which the table iterator keeps per position) to compare without making one. `seekGE(userKey, {trySeekUsingNext})` finds the first key >= userKey; with the
+ * flag (the caller promises userKey >= the key the iterator stands on), it steps within the
+ * current file's blocks (see TableIterator) and over at most TRY_SEEK_USING_NEXT_STEPS files
+ * before a binary search over the rest. Either way a file holding nothing >= the target is
+ * never opened at a data block: its largest key, known up front, rules it out.
+ */
+import { IngestError } from '../util/errors';
+import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from '../sstwriter/internalKey';
+import { compareUserKeys } from '../engine/keyCompare';
+import { TRY_SEEK_USING_NEXT_STEPS } from '../engine/iterator';
+import { perf } from '../engine/perfContext';
+import { BlockCache } from '../engine/table/blockCache';
+import { TableReader } from '../engine/table/tableReader';
+import { TableIterator } from '../engine/table/tableIterator';
+
+export interface SstRunFile {
+  readonly path: string;
+  readonly reader: TableReader;
+  /** Smallest and largest user keys (copies). */
+  readonly smallest: Buffer;
+  readonly largest: Buffer;
+  readonly entries: number;
+  readonly fileSizeBytes: number;
+}
+
+export interface SstRunOptions {
+  /** Verify block checksums as blocks are read (default true). */
+  verifyChecksums?: boolean;
+  /** Shared block cache for the run's data blocks; default none (each block read once per visit). */
+  blockCache?: BlockCache;
+}
+
+export class SstRun {
+  /** Non-empty files, sorted by key. */
+  readonly files: readonly SstRunFile[];
+  readonly totalEntries: number;
+  readonly totalFileBytes: number;
+  private closed = false;
+
+  private constructor(files: SstRunFile[]) {
+    this.files = files;
+    this.totalEntries = files.reduce((n, f) => n + f.entries, 0);
+    this.totalFileBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
+  }
+
+  /** Opens and validates every file; on any error, closes what it opened. */
+  static open(paths: readonly string[], opts: SstRunOptions = {}): SstRun {
+    const files: SstRunFile[] = [];
+    try {
+      for (const path of paths) {
+        const reader = TableReader.open(path, { verifyChecksums: opts.verifyChecksums ?? true, blockCache: opts.blockCache });
+        const p = reader.properties;
+        if (p.numDeletions !== 0 || p.numMergeOperands !== 0 || p.numRangeDeletions !== 0) {
+          reader.close();
+          throw new IngestError(
+            'NOT_SUPPORTED',
+            `${path}: the conflict check reads put-only SSTs (as ingest import writes them), but this file holds ` +
+              `${p.numDeletions} deletion(s), ${p.numMergeOperands} merge operand(s), ${p.numRangeDeletions} range deletion(s)`,
+          );
+        }
+        const smallest = reader.smallestKey();
+        const largest = reader.largestKey();
+        if (smallest === null || largest === null) {
+          reader.close();
+          continue;
+        }
+        files.push({
+          path,
+          reader,
+          smallest: smallest.subarray(0, smallest.length - TRAILER_BYTES),
+          largest: largest.subarray(0, largest.length - TRAILER_BYTES),
+          entries: p.numEntries,
+          fileSizeBytes: reader.fileSizeBytes,
+        });
+      }
+      files.sort((a, b) => compareUserKeys(a.smallest, b.smallest));
+      for (let i = 1; i < files.length; i++) {
+        if (compareUserKeys(files[i - 1].largest, files[i].smallest) >= 0) {
+          throw new IngestError('INVALID_ARGUMENT', `SST files overlap: ${files[i - 1].path} ends at or after the start of ${files[i].path}; the check needs non-overlapping files`);
+        }
+      }
+      return new SstRun(files);
+    } catch (e) {
+      for (const f of files) f.reader.close();
+      throw e;
+    }
+  }
+
+  get isEmpty(): boolean {
+    return this.files.length === 0;
+  }
+
+  /** Smallest user key of the run; the run must not be empty. */
+  get smallest(): Buffer {
+    return this.files[0].smallest;
+  }
+
+  /** Largest user key of the run; the run must not be empty. */
+  get largest(): Buffer {
+    return this.files[this.files.length - 1].largest;
+  }
+
+  /** Index of the file whose key range holds `userKey`, or -1. */
+  fileHolding(userKey: Buffer): number {
+    let lo = 0;
+    let hi = this.files.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareUserKeys(this.files[mid].largest, userKey) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.files.length && compareUserKeys(this.files[lo].smallest, userKey) <= 0 ? lo : -1;
+  }
+
+  newIterator(): SstRunIterator {
+    if (this.closed) throw new IngestError('INVALID_ARGUMENT', 'SstRun used after close()');
+    return new SstRunIterator(this.files);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const f of this.files) f.reader.close();
+  }
+}
+
+export class SstRunIterator {
+  private readonly files: readonly SstRunFile[];
+  /** Index of the open file, or files.length once exhausted (or -1 before positioning). */
+  private fileIndex = -1;
+  private table: TableIterator | null = null;
+  private isValid = false;
+  private seekKeyBuf = Buffer.allocUnsafe(64);
+  /** A view of seekKeyBuf reused while seek keys keep one length (fixed-size keys allocate nothing). */
+  private seekKeyView = this.seekKeyBuf.subarray(0, 0);
+  private readonly trySeekOpts = { trySeekUsingNext: true };
+
+  constructor(files: readonly SstRunFile[]) {
+    this.files = files;
+  }
+
+  valid(): boolean {
+    return this.isValid;
+  }
+
+  /** The current internal key (user key ‖ 8-byte trailer), a view valid until the iterator moves. */
+  internalKey(): Buffer {
+    return (this.table as TableIterator).key();
+  }
+
+  /** The current user key as a view (valid until the iterator moves). */
+  key(): Buffer {
+    const ikey = (this.table as TableIterator).key();
+    return ikey.subarray(0, ikey.length - TRAILER_BYTES);
+  }
+
+  value(): Buffer {
+    return (this.table as TableIterator).value();
+  }
+
+  /** Index (into SstRun.files) of the file the current key comes from. */
+  get currentFile(): number {
+    return this.fileIndex;
+  }
+
+  first(): void {
+    this.enterFile(0);
+    if (this.table !== null) this.table.first();
+    this.settle();
+  }
+
+  next(): void {
+    (this.table as TableIterator).next();
+    this.settle();
+  }
+
+  /**
+   * Positions at the first key >= userKey. With trySeekUsingNext the caller promises that
+   * userKey >= the current key (or the iterator is exhausted, which it then stays).
+   */
+  seekGE(userKey: Buffer, trySeekUsingNext = false): void {
+    const files = this.files;
+    if (trySeekUsingNext && this.fileIndex >= 0) {
+      if (!this.isValid) return;
+      perf.keyComparisons++;
+      if (compareUserKeys(userKey, files[this.fileIndex].largest) <= 0) {
+        (this.table as TableIterator).seekGE(this.seekKey(userKey), this.trySeekOpts);
+        this.settle();
+        return;
+      }
+      // Past this file: step over a few files, then search the rest.
+      let i = this.fileIndex + 1;
+      const stepLimit = Math.min(files.length, i + TRY_SEEK_USING_NEXT_STEPS);
+      while (i < stepLimit && this.largestBelow(i, userKey)) i++;
+      if (i === stepLimit) i = this.findFile(userKey, i);
+      this.seekInFile(i, userKey);
+      return;
+    }
+    this.seekInFile(this.findFile(userKey, 0), userKey);
+  }
+
+  close(): void {
+    this.closeTable();
+    this.isValid = false;
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  private largestBelow(i: number, userKey: Buffer): boolean {
+    perf.keyComparisons++;
+    return compareUserKeys(this.files[i].largest, userKey) < 0;
+  }
+
+  /** First file in files[from..] whose largest key is >= userKey, or files.length. */
+  private findFile(userKey: Buffer, from: number): number {
+    let lo = from;
+    let hi = this.files.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.largestBelow(mid, userKey)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private seekInFile(i: number, userKey: Buffer): void {
+    this.enterFile(i);
+    if (this.table !== null) this.table.seekGE(this.seekKey(userKey));
+    this.settle();
+  }
+
+  /** After a move: steps into later files while the current one is exhausted. */
+  private settle(): void {
+    while (this.table !== null && !this.table.valid()) {
+      this.enterFile(this.fileIndex + 1);
+      if (this.table !== null) this.table.first();
+    }
+    this.isValid = this.table !== null;
+  }
+
+  private enterFile(i: number): void {
+    if (i === this.fileIndex && this.table !== null) return;
+    this.closeTable();
+    this.fileIndex = i;
+    if (i < this.files.length) this.table = this.files[i].reader.newIterator();
+  }
+
+  private closeTable(): void {
+    if (this.table !== null) {
+      this.table.close();
+      this.table = null;
+    }
+  }
+
+  /** (userKey, max seq, Seek) in a reused buffer: sorts before every entry of userKey. */
+  private seekKey(userKey: Buffer): Buffer {
+    const n = userKey.length + TRAILER_BYTES;
+    if (this.seekKeyBuf.length < n) {
+      this.seekKeyBuf = Buffer.allocUnsafe(2 * n);
+      this.seekKeyView = this.seekKeyBuf.subarray(0, 0);
+    }
+    if (this.seekKeyView.length !== n) this.seekKeyView = this.seekKeyBuf.subarray(0, n);
+    userKey.copy(this.seekKeyBuf, 0);
+    writeTrailer(this.seekKeyBuf, userKey.length, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+    return this.seekKeyView;
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * `ingest check`: import options reused, exit codes 0 / 3 / 2, the --json object, the report
+ * file, nothing ingested, and no temp files left behind.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Command, CommanderError } from 'commander';
+import { Engine } from '../../src/engine/engine';
+import { exitCodeFor } from '../../src/util/errors';
+import { registerCheckCommand } from '../../cli/commands/check';
+
+let root: string;
+let db: string;
+beforeAll(async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'check-cli-'));
+  db = path.join(root, 'db');
+  const e = await Engine.open(db);
+  for (let i = 1; i <= 10; i++) await e.put(Buffer.from(String(i)), Buffer.from(`v${i}`));
+  await e.delete(Buffer.from('4'));
+  await e.close();
+});
+afterAll(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** Runs `ingest check ...` as the CLI's main does: stdout captured, errors mapped to exit codes. */
+async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const program = new Command().exitOverride().configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
+  registerCheckCommand(program);
+  let stdout = '';
+  let stderr = '';
+  const out = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+    stdout += String(s);
+    return true;
+  });
+  const err = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
+    stderr += String(s);
+    return true;
+  });
+  try {
+    await program.parseAsync(['node', 'ingest', 'check', ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    if (e instanceof CommanderError) return { code: 2, stdout, stderr: stderr + e.message };
+    return { code: exitCodeFor(e), stdout, stderr: stderr + (e as Error).message };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+function csv(name: string, text: string): string {
+  const p = path.join(root, name);
+  fs.writeFileSync(p, text);
+  return p;
+}
+
+/** The import's int64 key encoding: 8 bytes big-endian, sign bit flipped. */
+function int64Key(n: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(BigInt(n));
+  b[0] ^= 0x80;
+  return b;
+}
+
+test('typed keys: the report shows keys through the --key spec; exit 3; temp files removed', async () => {
+  const typedDb = path.join(root, 'typed-db');
+  const e = await Engine.open(typedDb);
+  for (let i = -3; i <= 10; i++) await e.put(int64Key(i), Buffer.from(`v${i}`));
+  await e.close();
+  // -2 unchanged, 2 and 3 conflict, 11 new.
+  const input = csv('rows.csv', 'id|val\n-2|v-2\n2|changed\n3|other\n11|new\n');
+  const tmp = path.join(root, 'tmp1');
+  const report = path.join(root, 'report.json');
+  const r = await run([input, '--db', typedDb, '--delimiter', '|', '--header', '--key', 'id:int64', '--report', report, '--json', '--tmp-dir', tmp, '--quiet']);
+  expect(r.code).toBe(3);
+  expect(r.stderr).toMatch(/2 key\(s\) would change a live value .*; first: key 2/);
+  const out = JSON.parse(r.stdout);
+  expect(out.check).toMatchObject({ sstKeys: 4, new: 1, unchanged: 1, conflicts: 2 });
+  const doc = JSON.parse(fs.readFileSync(report, 'utf8'));
+  expect(doc.conflicts.map((c: { key: string; keyHex: string }) => [c.key, c.keyHex])).toEqual([
+    ['2', int64Key(2).toString('hex')],
+    ['3', int64Key(3).toString('hex')],
+  ]);
+  expect(fs.readdirSync(tmp)).toEqual([]);
+});
+
+test('bytes keys: counts, exit codes and the report file', async () => {
+  const input = csv('rows2.csv', '1,v1\n2,changed\n3,other\n4,back\n11,new\n');
+  const tmp = path.join(root, 'tmp2');
+  const report = path.join(root, 'report2.json');
+  const r = await run([input, '--db', db, '--report', report, '--json', '--tmp-dir', tmp, '--quiet', '--max-reported', '1']);
+  expect(r.code).toBe(3);
+  const out = JSON.parse(r.stdout);
+  expect(out.check).toMatchObject({ sstKeys: 5, new: 2, unchanged: 1, conflicts: 2, conflictsReported: 1 });
+  expect(out.import).toMatchObject({ rowsWritten: 5 });
+  expect(out.report).toBe(report);
+  const doc = JSON.parse(fs.readFileSync(report, 'utf8'));
+  expect(doc.summary.conflicts).toBe(2);
+  expect(doc.conflicts).toEqual([
+    expect.objectContaining({ key: '2', existingValue: expect.objectContaining({ data: 'v2' }), newValue: expect.objectContaining({ data: 'changed' }) }),
+  ]);
+  expect(fs.readdirSync(tmp)).toEqual([]);
+  // Nothing was ingested.
+  const e = await Engine.open(db, { createIfMissing: false });
+  try {
+    expect(e.get(Buffer.from('2'))?.toString()).toBe('v2');
+    expect(e.get(Buffer.from('11'))).toBeNull();
+  } finally {
+    await e.close();
+  }
+});
+
+test('no conflicts: exit 0 and a human line; strategies agree', async () => {
+  const input = csv('clean.csv', '1,v1\n5,v5\n12,x\n');
+  for (const strategy of ['seek', 'get', 'auto']) {
+    const r = await run([input, '--db', db, '--conflict-strategy', strategy, '--tmp-dir', path.join(root, 'tmp3')]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/checked 3 rows against .*: 1 new, 2 unchanged, 0 conflicting/);
+  }
+});
+
+test('usage errors: no database, a bad strategy', async () => {
+  const input = csv('u.csv', '1,v1\n');
+  expect((await run([input, '--db', path.join(root, 'nope')])).code).toBe(2);
+  expect((await run([input, '--db', db, '--conflict-strategy', 'scan'])).code).toBe(2);
+});
