@@ -1,13 +1,21 @@
 /**
  * bench/import: `ingest import` on the TPC-E-like trades CSV (key t_id:int64, value raw) against,
- * in the same run on the same file, a C++ peer doing parse, sort, SstFileWriter and
- * IngestExternalFile with librocksdb (bench/peer/import_peer.cc), and classic-level batch puts
- * from Node (when the classic-level package is installed). Prints each side's seconds, rows/s
- * and MB/s, our seconds per phase and peak RSS, and the ratios against the targets
- * (<= 2x the C++ peer's time, >= 5x faster than classic-level, peak RSS <= 600 MiB).
+ * in the same run on the same file:
+ * - a C++ peer doing parse, sort, SstFileWriter and IngestExternalFile with librocksdb
+ *   (bench/peer/import_peer.cc), and
+ * - classic-level (LevelDB from Node) batch puts of the same rows, 10k rows per batch, then a
+ *   count of the keys (when the classic-level package is installed).
+ * Prints each side's seconds, rows/s and MB/s, our seconds per phase and peak RSS, and the ratios
+ * against the targets (<= 2x the C++ peer's time, >= 5x faster than classic-level, peak RSS
+ * <= 600 MiB), with the machine's load average before and after (other processes skew ratios).
+ *
+ * classic-level takes minutes on 10M rows: `--classic-rows N` puts only the first N rows; the
+ * classic-level ratio is then one of rates (our rows/s over its rows/s), and the output says so.
+ * `--classic-rows 0` skips it.
  *
  * Usage: node dist/bench/import.js [--rows N (10000000)] [--memory-limit SIZE (256MiB)]
- *          [--threads N] [--compression lz4|none] [--data-dir DIR] [--json]
+ *          [--threads N] [--merge-threads N] [--compression lz4|none] [--classic-rows N (all)]
+ *          [--data-dir DIR] [--json]
  * The CSV is generated once (bench/gen-trades, deterministic) into --data-dir (default: the
  * system temp directory) and reused. Our import runs in a child process so its peak RSS is its own.
  */
@@ -17,28 +25,39 @@ import * as path from 'path';
 import { spawnSync } from 'child_process';
 import { writeTrades } from './gen-trades';
 import { ImportSummary, runImport } from '../src/ingest/importer';
+import { parseIntInto } from '../src/ingest/keySpec';
 
 interface Args {
   rows: number;
   memoryLimit: string;
   threads: number | undefined;
+  mergeThreads: number | undefined;
   compression: 'lz4' | 'none';
+  /** Rows classic-level puts; null = all of them. */
+  classicRows: number | null;
   dataDir: string;
   json: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { rows: 10_000_000, memoryLimit: '256MiB', threads: undefined, compression: 'lz4', dataDir: os.tmpdir(), json: false };
+  const a: Args = { rows: 10_000_000, memoryLimit: '256MiB', threads: undefined, mergeThreads: undefined, compression: 'lz4', classicRows: null, dataDir: os.tmpdir(), json: false };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = (): string => {
       if (i + 1 >= argv.length) throw new Error(`missing value for ${k}`);
       return argv[++i];
     };
-    if (k === '--rows') a.rows = Number(v());
+    const count = (): number => {
+      const n = Number(v());
+      if (!Number.isInteger(n) || n < 0) throw new Error(`${k} needs a non-negative integer`);
+      return n;
+    };
+    if (k === '--rows') a.rows = count();
     else if (k === '--memory-limit') a.memoryLimit = v();
-    else if (k === '--threads') a.threads = Number(v());
+    else if (k === '--threads') a.threads = count();
+    else if (k === '--merge-threads') a.mergeThreads = count();
     else if (k === '--compression') a.compression = v() === 'none' ? 'none' : 'lz4';
+    else if (k === '--classic-rows') a.classicRows = count();
     else if (k === '--data-dir') a.dataDir = v();
     else if (k === '--json') a.json = true;
     else throw new Error(`unknown argument ${k}`);
@@ -76,7 +95,7 @@ function ensureCsv(a: Args): string {
 
 /** Child mode: run one import and print its summary (so the parent sees this process's peak RSS). */
 async function child(argv: string[]): Promise<void> {
-  const [input, outputDir, tmpDir, memoryLimit, threads, compression] = argv;
+  const [input, outputDir, tmpDir, memoryLimit, threads, mergeThreads, compression] = argv;
   const summary = await runImport({
     inputs: [input],
     outputDir,
@@ -87,11 +106,14 @@ async function child(argv: string[]): Promise<void> {
     valueFormat: 'raw',
     memoryLimitBytes: parseSize(memoryLimit),
     parseThreads: threads === '' ? undefined : Number(threads),
+    mergeThreads: mergeThreads === '' ? undefined : Number(mergeThreads),
     sstOptions: { compression: compression === 'none' ? 0 : 4 },
     writeSummaryFile: false,
   });
+  // The parent needs the file count, not every file's listing.
+  const files = summary.outputFiles.length;
   summary.outputFiles = summary.outputFiles.slice(0, 3);
-  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  process.stdout.write(`${JSON.stringify({ ...summary, outputFileCount: files })}\n`);
 }
 
 interface PeerResult {
@@ -101,6 +123,7 @@ interface PeerResult {
   writeSeconds: number;
   ingestSeconds: number;
   totalSeconds: number;
+  files: number;
 }
 
 function runPeer(csv: string, work: string, compression: string): PeerResult | string {
@@ -117,45 +140,109 @@ function runPeer(csv: string, work: string, compression: string): PeerResult | s
   return JSON.parse(r.stdout) as PeerResult;
 }
 
-interface ClassicLevelDb {
-  open(): Promise<void>;
-  batch(ops: { type: 'put'; key: Buffer; value: Buffer }[]): Promise<void>;
-  close(): Promise<void>;
+/** What the bench uses of classic-level (a devDependency: absent from production installs). */
+type ClassicLevelModule = typeof import('classic-level');
+
+interface ClassicResult {
+  /** Rows put (all rows, or the first --classic-rows). */
+  rows: number;
+  /** Input bytes those rows span. */
+  bytes: number;
+  /** Open, batch puts, close: what the comparison times. */
+  seconds: number;
+  /** Rows counted back through an iterator after the puts (a check, not timed in `seconds`). */
+  counted: number;
+  countSeconds: number;
+  /** True when only a prefix of the file was put (--classic-rows below the file's rows). */
+  prefix: boolean;
 }
 
-/** classic-level batch puts of the same rows (key t_id as the same 8-byte encoding), 10k per batch. */
-async function runClassicLevel(csv: string, work: string): Promise<{ seconds: number; rows: number } | string> {
-  let ClassicLevel: new (location: string, options: { keyEncoding: string; valueEncoding: string }) => ClassicLevelDb;
+const CLASSIC_BATCH_ROWS = 10_000;
+const CLASSIC_READ_CHUNK_BYTES = 8 << 20;
+const CLASSIC_COUNT_BATCH = 1000;
+
+/**
+ * classic-level (LevelDB from Node) batch puts of the same rows: key = t_id with the same 8-byte
+ * order-preserving encoding as `--key t_id:int64` (parsed with the importer's own integer parser,
+ * so the Node side costs as little as it can), value = the rest of the line (raw), in
+ * CLASSIC_BATCH_ROWS-row batches; then every key is counted back. Reads the CSV in chunks.
+ */
+async function runClassicLevel(csv: string, work: string, maxRows: number): Promise<ClassicResult | string> {
+  let mod: ClassicLevelModule;
   try {
-    // Optional dependency, not installed by default: loaded by name at run time.
-    ({ ClassicLevel } = require('classic-level') as { ClassicLevel: typeof ClassicLevel });
+    mod = require('classic-level') as ClassicLevelModule;
   } catch {
     return 'classic-level is not installed (npm install classic-level to compare)';
   }
+  const location = path.join(work, 'classic-level');
   const t0 = performance.now();
-  const db = new ClassicLevel(path.join(work, 'classic-level'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const db = new mod.ClassicLevel<Buffer, Buffer>(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
   await db.open();
-  const data = fs.readFileSync(csv);
-  let p = data.indexOf(0x0a) + 1; // header
+  const fd = fs.openSync(csv, 'r');
   let rows = 0;
+  let bytes = 0;
+  let headerSkipped = false;
+  let fileOffset = 0;
+  let carry = Buffer.alloc(0);
   let batch: { type: 'put'; key: Buffer; value: Buffer }[] = [];
-  while (p < data.length) {
-    let nl = data.indexOf(0x0a, p);
-    if (nl < 0) nl = data.length;
-    const bar = data.indexOf(0x7c, p);
-    const key = Buffer.allocUnsafe(8);
-    key.writeBigUInt64BE(BigInt(data.toString('latin1', p, bar)) ^ (1n << 63n));
-    batch.push({ type: 'put', key, value: data.subarray(bar + 1, nl) });
-    rows++;
-    if (batch.length === 10000) {
-      await db.batch(batch);
-      batch = [];
+  try {
+    reading: for (;;) {
+      // A fresh chunk each time: values are views of it, and a batch may still hold them.
+      const chunk = Buffer.allocUnsafe(carry.length + CLASSIC_READ_CHUNK_BYTES);
+      carry.copy(chunk, 0);
+      const n = fs.readSync(fd, chunk, carry.length, CLASSIC_READ_CHUNK_BYTES, fileOffset);
+      fileOffset += n;
+      const end = carry.length + n;
+      const eof = n === 0;
+      let p = 0;
+      for (;;) {
+        let nl = chunk.indexOf(0x0a, p);
+        if (nl < 0 || nl >= end) {
+          if (!eof || p >= end) break;
+          nl = end;
+        }
+        if (!headerSkipped) {
+          headerSkipped = true;
+        } else if (nl > p) {
+          if (rows >= maxRows) break reading;
+          const bar = chunk.indexOf(0x7c, p);
+          const key = Buffer.allocUnsafe(8);
+          if (bar < 0 || bar > nl || !parseIntInto(chunk, p, bar, true, key, 0)) throw new Error(`classic-level side: bad t_id at byte ${fileOffset - end + p}`);
+          batch.push({ type: 'put', key, value: chunk.subarray(bar + 1, nl) });
+          rows++;
+          bytes += nl + 1 - p;
+          if (batch.length === CLASSIC_BATCH_ROWS) {
+            await db.batch(batch);
+            batch = [];
+          }
+        }
+        p = nl + 1;
+      }
+      if (eof) break;
+      carry = chunk.subarray(p, end);
     }
-    p = nl + 1;
+    if (batch.length > 0) await db.batch(batch);
+  } finally {
+    fs.closeSync(fd);
   }
-  if (batch.length > 0) await db.batch(batch);
   await db.close();
-  return { seconds: (performance.now() - t0) / 1000, rows };
+  const seconds = (performance.now() - t0) / 1000;
+  const t1 = performance.now();
+  await db.open();
+  let counted = 0;
+  const it = db.keys();
+  for (let keys = await it.nextv(CLASSIC_COUNT_BATCH); keys.length > 0; keys = await it.nextv(CLASSIC_COUNT_BATCH)) counted += keys.length;
+  await it.close();
+  await db.close();
+  const countSeconds = (performance.now() - t1) / 1000;
+  return { rows, bytes, seconds, counted, countSeconds, prefix: false };
+}
+
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 }
 
 async function main(): Promise<void> {
@@ -168,37 +255,58 @@ async function main(): Promise<void> {
   const inputBytes = fs.statSync(csv).size;
   const mb = inputBytes / 1e6;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-'));
+  const loadBefore = loadAverage();
   try {
-    const c = spawnSync(process.execPath, [__filename, '--child', csv, path.join(work, 'ours'), work, a.memoryLimit, a.threads === undefined ? '' : String(a.threads), a.compression], {
+    const opt = (n: number | undefined): string => (n === undefined ? '' : String(n));
+    const c = spawnSync(process.execPath, [__filename, '--child', csv, path.join(work, 'ours'), work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression], {
       encoding: 'utf8',
       maxBuffer: 16 << 20,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     if (c.status !== 0) throw new Error(`our import failed (exit ${c.status})`);
-    const ours = JSON.parse(c.stdout) as ImportSummary;
+    const ours = JSON.parse(c.stdout) as ImportSummary & { outputFileCount: number };
+    fs.rmSync(path.join(work, 'ours'), { recursive: true, force: true });
     const peer = runPeer(csv, work, a.compression);
-    const classic = await runClassicLevel(csv, work);
+    fs.rmSync(path.join(work, 'peer-sst'), { recursive: true, force: true });
+    fs.rmSync(path.join(work, 'peer-db'), { recursive: true, force: true });
+    const classicRows = a.classicRows ?? ours.rowsRead;
+    let classic: ClassicResult | string = 'skipped (--classic-rows 0)';
+    if (classicRows > 0) {
+      classic = await runClassicLevel(csv, work, classicRows);
+      if (typeof classic !== 'string') classic.prefix = classic.rows < ours.rowsRead;
+    }
+    const loadAfter = loadAverage();
     const oursSeconds = ours.phases.totalSeconds;
+    const oursRowsPerSecond = ours.rowsRead / oursSeconds;
+    // Same rows: a ratio of times. A prefix: a ratio of rates (rows/s), which is what it estimates.
+    const classicOverOurs = typeof classic === 'string' ? null : classic.prefix ? oursRowsPerSecond / (classic.rows / classic.seconds) : classic.seconds / oursSeconds;
     const report = {
       rows: a.rows,
       inputBytes,
       memoryLimit: a.memoryLimit,
       compression: a.compression,
+      loadAverage: { before: loadBefore, after: loadAfter },
       ours: {
         seconds: oursSeconds,
-        rowsPerSecond: Math.round(ours.rowsRead / oursSeconds),
+        rowsPerSecond: Math.round(oursRowsPerSecond),
         mbPerSecond: +(mb / oursSeconds).toFixed(1),
         phases: ours.phases,
         parseThreads: ours.parseThreads,
+        mergeThreads: ours.mergeThreads,
         runs: ours.runs,
-        files: ours.outputFiles.length,
+        files: ours.outputFileCount,
         peakRssMiB: +(ours.peakRssBytes / (1 << 20)).toFixed(1),
       },
       peer: typeof peer === 'string' ? peer : { ...peer, rowsPerSecond: Math.round(peer.rows / peer.totalSeconds), mbPerSecond: +(mb / peer.totalSeconds).toFixed(1) },
-      classicLevel: typeof classic === 'string' ? classic : { ...classic, rowsPerSecond: Math.round(classic.rows / classic.seconds), mbPerSecond: +(mb / classic.seconds).toFixed(1) },
+      classicLevel:
+        typeof classic === 'string'
+          ? classic
+          : { ...classic, rowsPerSecond: Math.round(classic.rows / classic.seconds), mbPerSecond: +(classic.bytes / 1e6 / classic.seconds).toFixed(1) },
       ratios: {
         oursOverPeer: typeof peer === 'string' ? null : +(oursSeconds / peer.totalSeconds).toFixed(2),
-        classicLevelOverOurs: typeof classic === 'string' ? null : +(classic.seconds / oursSeconds).toFixed(2),
+        classicLevelOverOurs: classicOverOurs === null ? null : +classicOverOurs.toFixed(2),
+        classicLevelRatioIsOfRates: typeof classic !== 'string' && classic.prefix,
+        classicLevelOverPeer: typeof classic === 'string' || typeof peer === 'string' ? null : +(peer.rows / peer.totalSeconds / (classic.rows / classic.seconds)).toFixed(2),
       },
       targets: { oursOverPeerAtMost: 2, classicLevelOverOursAtLeast: 5, peakRssMiBAtMost: 600 },
     };
@@ -206,16 +314,25 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify(report)}\n`);
       return;
     }
-    const line = (name: string, s: number, rows: number): string => `${name.padEnd(14)} ${s.toFixed(2).padStart(8)} s ${Math.round(rows / s).toLocaleString('en-US').padStart(12)} rows/s ${(mb / s).toFixed(1).padStart(8)} MB/s`;
-    process.stdout.write(`import bench: ${a.rows.toLocaleString('en-US')} trade rows, ${(inputBytes / 1e6).toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}\n`);
-    process.stdout.write(`${line('ingest import', oursSeconds, ours.rowsRead)}  (parse ${ours.phases.parseSeconds}s, merge+write ${ours.phases.mergeSeconds}s; ${ours.parseThreads} parse threads, ${ours.runs} runs; peak RSS ${report.ours.peakRssMiB} MiB)\n`);
-    if (typeof peer === 'string') process.stdout.write(`C++ peer       ${peer}\n`);
-    else process.stdout.write(`${line('C++ peer', peer.totalSeconds, peer.rows)}  (parse ${peer.parseSeconds}s, sort ${peer.sortSeconds}s, write ${peer.writeSeconds}s, ingest ${peer.ingestSeconds}s)\n`);
-    if (typeof classic === 'string') process.stdout.write(`classic-level  ${classic}\n`);
-    else process.stdout.write(`${line('classic-level', classic.seconds, classic.rows)}\n`);
-    process.stdout.write(
-      `ratios: ours/peer ${report.ratios.oursOverPeer ?? 'n/a'} (target <= 2), classic-level/ours ${report.ratios.classicLevelOverOurs ?? 'n/a'} (target >= 5), peak RSS ${report.ours.peakRssMiB} MiB (target <= 600)\n`,
+    const line = (name: string, s: number, rows: number, bytes: number): string =>
+      `${name.padEnd(14)} ${s.toFixed(2).padStart(8)} s ${Math.round(rows / s).toLocaleString('en-US').padStart(12)} rows/s ${(bytes / 1e6 / s).toFixed(1).padStart(8)} MB/s`;
+    const out: string[] = [];
+    out.push(`import bench: ${a.rows.toLocaleString('en-US')} trade rows, ${mb.toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}; load average ${loadBefore} before, ${loadAfter} after`);
+    const ph = ours.phases;
+    out.push(
+      `${line('ingest import', oursSeconds, ours.rowsRead, inputBytes)}  (parse ${ph.parseSeconds}s, merge+write ${ph.mergeSeconds}s, publish ${ph.publishSeconds}s; ${ours.parseThreads} parse / ${ours.mergeThreads} merge threads, ${ours.runs} runs, ${ours.outputFileCount} files; peak RSS ${report.ours.peakRssMiB} MiB)`,
     );
+    if (typeof peer === 'string') out.push(`C++ peer       ${peer}`);
+    else out.push(`${line('C++ peer', peer.totalSeconds, peer.rows, inputBytes)}  (parse ${peer.parseSeconds}s, sort ${peer.sortSeconds}s, write ${peer.writeSeconds}s, ingest ${peer.ingestSeconds}s; ${peer.files} files)`);
+    if (typeof classic === 'string') out.push(`classic-level  ${classic}`);
+    else {
+      const what = classic.prefix ? `first ${classic.rows.toLocaleString('en-US')} rows only (--classic-rows)` : 'all rows';
+      out.push(`${line('classic-level', classic.seconds, classic.rows, classic.bytes)}  (${what}, ${CLASSIC_BATCH_ROWS.toLocaleString('en-US')}-row batches; counted ${classic.counted.toLocaleString('en-US')} keys back in ${classic.countSeconds.toFixed(2)}s, not timed)`);
+    }
+    const r = report.ratios;
+    const classicText = r.classicLevelOverOurs === null ? 'n/a' : `${r.classicLevelOverOurs}${r.classicLevelRatioIsOfRates ? ' (ratio of rows/s: classic-level ran on a prefix)' : ''}`;
+    out.push(`ratios: ours/peer time ${r.oursOverPeer ?? 'n/a'} (target <= 2); classic-level/ours ${classicText} (target >= 5); peer/classic-level rows/s ${r.classicLevelOverPeer ?? 'n/a'}; peak RSS ${report.ours.peakRssMiB} MiB (target <= 600)`);
+    process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -220,7 +220,8 @@ export class CsvImport {
       let runs = outcome.runs;
       const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
       // One merge thread by default: the SST writer already compresses on a thread of its own, and
-      // on two cores a second merge thread (with its own compressor) measured slower, not faster.
+      // on two cores a second merge thread (with its own compressor) measured no faster, and its
+      // second writer and compressor roughly doubled peak RSS.
       const mergeThreads = runs.length > 0 && runBytes > 0 ? Math.max(1, o.mergeThreads ?? 1) : 1;
       const maxFanIn = Math.max(2, Math.floor(memoryLimitBytes / 2 / MERGE_READ_BUFFER_MIN_BYTES / mergeThreads));
       while (runs.length > maxFanIn) {

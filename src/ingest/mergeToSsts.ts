@@ -11,7 +11,7 @@
  */
 import { copyBytes } from '../sstwriter/byteRanges';
 import { RunInfo, RunReader, RunWriter } from './runFile';
-import { RunMerger, compareRanges } from './runMerger';
+import { PREFIX_BYTES, RunMerger, compareRanges } from './runMerger';
 import { SstSetWriter } from './sstSetWriter';
 
 export type DuplicatePolicy = 'error' | 'first' | 'last';
@@ -68,52 +68,64 @@ export function mergeRunsIntoSsts(
   range?: MergeRange,
 ): MergeResult {
   // Without a range this merge is the runs' only reader: each run is deleted once read.
-  const merger = new RunMerger(runs, readBufferBytes, range?.startOffsets, range === undefined);
-  const low = range?.low ?? null;
-  const high = range?.high ?? null;
+  const merger = new RunMerger(runs, readBufferBytes, range === undefined ? { deleteRuns: true } : { startOffsets: range.startOffsets, low: range.low, high: range.high });
   const prevKey = new Held();
   const heldValue = new Held();
-  let havePrev = false;
+  // Prefix words of the previous key (see runMerger.ts); -1 before the first row, which no key has.
+  let prevHigh = -1;
+  let prevLow = -1;
   let holding = false; // policy "last": prevKey/heldValue not yet written
   let firstSource = 0;
   let firstLine = 0;
   let writing = true;
   const result: MergeResult = { rowsMerged: 0, rowsWritten: 0, duplicateCount: 0, duplicates: [] };
+  let rowsMerged = 0;
   try {
     while (merger.next()) {
       const r = merger.current as RunReader;
       const buf = r.buf;
-      // A partition's readers start at a sample below its range: skip up to it, stop past it.
-      if (low !== null && compareRanges(buf, r.keyStart, r.keyEnd, low, 0, low.length) < 0) continue;
-      if (high !== null && compareRanges(buf, r.keyStart, r.keyEnd, high, 0, high.length) >= 0) break;
-      result.rowsMerged++;
-      if ((result.rowsMerged & (PROGRESS_EVERY_ENTRIES - 1)) === 0) onProgress?.(result.rowsMerged);
-      if (havePrev && compareRanges(buf, r.keyStart, r.keyEnd, prevKey.buf, 0, prevKey.buf.length) === 0) {
-        result.duplicateCount++;
-        if (result.duplicates.length < MAX_DUPLICATE_EXAMPLES) {
-          result.duplicates.push({
-            key: Buffer.from(buf.subarray(r.keyStart, r.keyEnd)),
-            first: { source: firstSource, line: firstLine },
-            duplicate: { source: r.source, line: r.line },
-          });
+      const keyStart = r.keyStart;
+      const keyEnd = r.keyEnd;
+      const high = merger.currentPrefixHigh;
+      const low = merger.currentPrefixLow;
+      rowsMerged++;
+      if ((rowsMerged & (PROGRESS_EVERY_ENTRIES - 1)) === 0) onProgress?.(rowsMerged);
+      // Same key as the previous row? Equal prefixes and lengths settle it for keys of up to
+      // PREFIX_BYTES; longer keys compare their bytes.
+      if (high === prevHigh && low === prevLow) {
+        const n = keyEnd - keyStart;
+        const held = prevKey.buf;
+        if (n === held.length && (n <= PREFIX_BYTES || compareRanges(buf, keyStart, keyEnd, held, 0, n) === 0)) {
+          result.duplicateCount++;
+          if (result.duplicates.length < MAX_DUPLICATE_EXAMPLES) {
+            result.duplicates.push({
+              key: Buffer.from(buf.subarray(keyStart, keyEnd)),
+              first: { source: firstSource, line: firstLine },
+              duplicate: { source: r.source, line: r.line },
+            });
+          }
+          if (policy === 'error') writing = false;
+          else if (policy === 'last') heldValue.set(buf, keyEnd, r.valueEnd);
+          continue;
         }
-        if (policy === 'error') writing = false;
-        else if (policy === 'last') heldValue.set(buf, r.keyEnd, r.valueEnd);
-        continue;
       }
       if (holding) {
         if (writing) out.add(prevKey.buf, heldValue.buf);
         result.rowsWritten++;
       }
-      prevKey.set(buf, r.keyStart, r.keyEnd);
-      havePrev = true;
+      prevKey.set(buf, keyStart, keyEnd);
+      prevHigh = high;
+      prevLow = low;
       firstSource = r.source;
       firstLine = r.line;
       if (policy === 'last') {
-        heldValue.set(buf, r.keyEnd, r.valueEnd);
+        heldValue.set(buf, keyEnd, r.valueEnd);
         holding = true;
       } else {
-        if (writing) out.add(prevKey.buf, buf.subarray(r.keyEnd, r.valueEnd));
+        // A view per row until the SST writer takes (buffer, offset, length); the value is copied
+        // into the data block at once, so the view never outlives this call. A plain Uint8Array
+        // costs well under half of Buffer#subarray (no species lookup, no FastBuffer).
+        if (writing) out.add(prevKey.buf, new Uint8Array(buf.buffer, buf.byteOffset + keyEnd, r.valueEnd - keyEnd));
         result.rowsWritten++;
       }
     }
@@ -122,7 +134,8 @@ export function mergeRunsIntoSsts(
       result.rowsWritten++;
     }
     if (!writing) result.rowsWritten = 0;
-    onProgress?.(result.rowsMerged);
+    result.rowsMerged = rowsMerged;
+    onProgress?.(rowsMerged);
     return result;
   } finally {
     merger.close();
@@ -131,7 +144,7 @@ export function mergeRunsIntoSsts(
 
 /** Merges runs into one run, keeping every row (no duplicate handling): for too many runs. */
 export function mergeRunsIntoRun(runs: readonly RunInfo[], path: string, readBufferBytes: number): RunInfo {
-  const merger = new RunMerger(runs, readBufferBytes, undefined, true);
+  const merger = new RunMerger(runs, readBufferBytes, { deleteRuns: true });
   const w = new RunWriter(path);
   try {
     while (merger.next()) {

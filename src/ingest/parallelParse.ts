@@ -130,6 +130,18 @@ function nextLineStart(fd: number, from: number, size: number): number {
   return size;
 }
 
+/**
+ * Range size: at most what fills one sort buffer (so a range is usually one run), and a range
+ * count that is a multiple of the thread count, so the last round of ranges keeps every worker
+ * busy instead of leaving all but one idle while it sorts and spills (with one file; several
+ * files round each file's last range anyway).
+ */
+export function planTaskBytes(dataBytes: number, maxTaskBytes: number, threads: number): number {
+  const largest = Math.max(MIN_TASK_BYTES, maxTaskBytes);
+  const rounds = Math.ceil(dataBytes / largest / threads);
+  return Math.max(MIN_TASK_BYTES, Math.ceil(dataBytes / Math.max(1, rounds * threads)));
+}
+
 interface PlannedTask extends ParseTask {
   /** First range of its file: its start is known to be a record boundary. */
   firstOfFile: boolean;
@@ -212,7 +224,7 @@ export async function parseInWorkers(
   const sortBufferBytes = Math.floor((memoryLimitBytes - threads * PARSER_FIXED_BYTES) / threads);
   if (sortBufferBytes < 2 << 20) throw new IngestError('USAGE', `--memory-limit ${memoryLimitBytes} is too small for ${threads} parse threads`);
   const dataBytes = probes.reduce((a, p, i) => a + (sizes[i] - p.dataStart), 0);
-  const taskBytes = taskBytesOverride ?? Math.max(MIN_TASK_BYTES, Math.min(Math.floor(sortBufferBytes / BUFFER_BYTES_PER_INPUT_BYTE), Math.ceil(dataBytes / threads)));
+  const taskBytes = taskBytesOverride ?? planTaskBytes(dataBytes, Math.floor(sortBufferBytes / BUFFER_BYTES_PER_INPUT_BYTE), threads);
   const tasks: PlannedTask[] = [];
   inputs.forEach((file, fileIndex) => {
     const size = sizes[fileIndex];

@@ -129,16 +129,39 @@ export class RunWriter {
   }
 }
 
+/**
+ * Rows gathered per prefetch batch in spillSortBuffer. The spill reads rows in key order, which is
+ * random order in the arena, so each row's first bytes are a cache (and often TLB) miss. A first
+ * pass over a batch only loads one byte at each end of every row; those loads do not depend on
+ * each other, so the CPU keeps many misses in flight at once, and the copies that follow mostly
+ * hit the cache. Measured on the trades rows: the gather loop alone about a quarter faster, the
+ * whole spill (sort included) a few percent. 64 rows of ~110 bytes stay well inside L1/L2.
+ */
+const SPILL_PREFETCH_ROWS = 64;
+/** Where the prefetch loads go: a store the JIT must keep, so it cannot drop the loads. */
+let prefetchSink = 0;
+
 /** Sorts the buffer and writes it as one run. */
 export function spillSortBuffer(buffer: SortBuffer, path: string): RunInfo {
   buffer.sort();
   const w = new RunWriter(path, buffer.chunkRegion());
   try {
     const { order, offset, keyLength, valueLength, source, line, arena } = buffer;
-    for (let i = 0; i < buffer.count; i++) {
-      const e = order[i];
-      w.add(arena, offset[e], keyLength[e], valueLength[e], source[e], line[e]);
+    const count = buffer.count;
+    let touched = 0;
+    for (let i = 0; i < count; i += SPILL_PREFETCH_ROWS) {
+      const batchEnd = i + SPILL_PREFETCH_ROWS < count ? i + SPILL_PREFETCH_ROWS : count;
+      for (let j = i; j < batchEnd; j++) {
+        const e = order[j];
+        const o = offset[e];
+        touched ^= arena[o] ^ arena[o + keyLength[e] + valueLength[e] - 1];
+      }
+      for (let j = i; j < batchEnd; j++) {
+        const e = order[j];
+        w.add(arena, offset[e], keyLength[e], valueLength[e], source[e], line[e]);
+      }
     }
+    prefetchSink ^= touched;
     return w.finish();
   } catch (e) {
     w.abort();

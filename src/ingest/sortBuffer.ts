@@ -77,6 +77,8 @@ export class SortBuffer {
   private lowScratch: Uint32Array;
   private classScratch: Uint8Array;
   private readonly histogram = new Uint32Array(RADIX_PASSES * DIGIT_BUCKETS);
+  /** Per radix pass: 1 when its digit differs between entries of the range being sorted. */
+  private readonly passNeeded = new Uint8Array(RADIX_PASSES);
 
   constructor(
     memoryLimitBytes: number,
@@ -222,45 +224,71 @@ export class SortBuffer {
       hist[5 * DIGIT_BUCKETS + ((h >>> DIGIT_BITS) & DIGIT_MASK)]++;
       hist[6 * DIGIT_BUCKETS + (h >>> (2 * DIGIT_BITS))]++;
     }
+    // Passes whose digit is the same for every entry order nothing and are skipped. A column is
+    // carried through a scatter only while something later reads it: a later pass on its word,
+    // or the group step below (needed only when some key goes on past this chunk). For int64
+    // keys that is usually three passes over the low word, carrying just order and low.
+    const groupsFollow = hist[MORE_FOLLOWS] > 1;
+    let lastLowPass = 0;
+    let lastHighPass = 0;
+    const passNeeded = this.passNeeded;
+    for (let pass = 0; pass < RADIX_PASSES; pass++) {
+      passNeeded[pass] = hist[pass * DIGIT_BUCKETS + digit(pass, cls[lo], low[lo], high[lo])] !== n ? 1 : 0;
+      if (passNeeded[pass] === 0) continue;
+      if (pass >= 1 && pass <= 3) lastLowPass = pass;
+      if (pass >= 4) lastHighPass = pass;
+    }
     let oS = this.orderScratch;
     let hS = this.highScratch;
     let lS = this.lowScratch;
     let cS = this.classScratch;
-    let swapped = false;
     for (let pass = 0; pass < RADIX_PASSES; pass++) {
+      if (passNeeded[pass] === 0) continue;
       const base = pass * DIGIT_BUCKETS;
-      // One bucket holding everything: this digit orders nothing.
-      if (hist[base + digit(pass, cls[lo], low[lo], high[lo])] === n) continue;
       let sum = lo;
       for (let b = base; b < base + DIGIT_BUCKETS; b++) {
         const c = hist[b];
         hist[b] = sum;
         sum += c;
       }
-      for (let k = lo; k < hi; k++) {
-        const to = hist[base + digit(pass, cls[k], low[k], high[k])]++;
-        oS[to] = order[k];
-        hS[to] = high[k];
-        lS[to] = low[k];
-        cS[to] = cls[k];
+      const carryLow = groupsFollow || pass < lastLowPass;
+      const carryHigh = groupsFollow || pass < lastHighPass;
+      if (pass === 0) {
+        for (let k = lo; k < hi; k++) {
+          const to = hist[base + cls[k]]++;
+          oS[to] = order[k];
+          hS[to] = high[k];
+          lS[to] = low[k];
+          cS[to] = cls[k];
+        }
+        [cls, cS] = [cS, cls];
+      } else {
+        // The digit's word and shift are fixed for the pass: no per-entry branching on it.
+        const word = pass <= 3 ? low : high;
+        const shift = ((pass - 1) % 3) * DIGIT_BITS;
+        for (let k = lo; k < hi; k++) {
+          const to = hist[base + ((word[k] >>> shift) & DIGIT_MASK)]++;
+          oS[to] = order[k];
+          if (carryLow) lS[to] = low[k];
+          if (carryHigh) hS[to] = high[k];
+          if (groupsFollow) cS[to] = cls[k];
+        }
+        if (groupsFollow) [cls, cS] = [cS, cls];
       }
       [order, oS] = [oS, order];
-      [high, hS] = [hS, high];
-      [low, lS] = [lS, low];
-      [cls, cS] = [cS, cls];
-      swapped = !swapped;
+      if (pass === 0 || carryLow) [low, lS] = [lS, low];
+      if (pass === 0 || carryHigh) [high, hS] = [hS, high];
     }
-    if (swapped) {
-      // The sorted range sits in the scratch columns; bring it home.
-      this.order.set(order.subarray(lo, hi), lo);
-      this.chunkHigh.set(high.subarray(lo, hi), lo);
-      this.chunkLow.set(low.subarray(lo, hi), lo);
-      this.lengthClass.set(cls.subarray(lo, hi), lo);
-      order = this.order;
-      high = this.chunkHigh;
-      low = this.chunkLow;
-      cls = this.lengthClass;
-    }
+    // The sorted range may sit in the scratch columns; bring home what is still valid and needed.
+    if (order !== this.order) this.order.set(order.subarray(lo, hi), lo);
+    if (!groupsFollow) return;
+    if (high !== this.chunkHigh) this.chunkHigh.set(high.subarray(lo, hi), lo);
+    if (low !== this.chunkLow) this.chunkLow.set(low.subarray(lo, hi), lo);
+    if (cls !== this.lengthClass) this.lengthClass.set(cls.subarray(lo, hi), lo);
+    order = this.order;
+    high = this.chunkHigh;
+    low = this.chunkLow;
+    cls = this.lengthClass;
 
     // Groups equal on this chunk whose keys go on: order them by the next chunk.
     let k = lo;

@@ -48,6 +48,8 @@ export class SstSetWriter {
   readonly files: WrittenFile[] = [];
   private writer: SstFileWriter | null = null;
   private bytesAdded = 0;
+  /** The current writer's fileSizeEstimate, when it has one (looked up once per file, not per row). */
+  private sizeEstimate: (() => number) | null = null;
 
   constructor(
     private readonly dir: string,
@@ -61,7 +63,10 @@ export class SstSetWriter {
     if (this.writer !== null && this.currentSize() >= this.targetFileSizeBytes) this.finishCurrent();
     if (this.writer === null) {
       const name = `${tempPrefix(this.token)}p${this.partition}-${finalSstName(this.files.length + 1)}`;
-      this.writer = new SstFileWriter(path.join(this.dir, name), this.options);
+      const writer = new SstFileWriter(path.join(this.dir, name), this.options);
+      const sized = writer as SstFileWriter & SizedWriter;
+      this.sizeEstimate = typeof sized.fileSizeEstimate === 'function' ? () => (sized.fileSizeEstimate as () => number).call(writer) : null;
+      this.writer = writer;
       this.bytesAdded = 0;
     }
     this.writer.put(key, value);
@@ -69,8 +74,7 @@ export class SstSetWriter {
   }
 
   private currentSize(): number {
-    const w = this.writer as SstFileWriter & SizedWriter;
-    return typeof w.fileSizeEstimate === 'function' ? w.fileSizeEstimate() : this.bytesAdded;
+    return this.sizeEstimate !== null ? this.sizeEstimate() : this.bytesAdded;
   }
 
   private finishCurrent(): void {

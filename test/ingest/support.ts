@@ -58,6 +58,15 @@ export function readOutputSsts(dir: string): { entries: Entry[]; files: string[]
   return { entries, files };
 }
 
+/** Directories made by tempDir in this test file, removed when its tests are done. */
+const tempDirs: string[] = [];
+afterAll(() => {
+  for (const d of tempDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system temp directory, removed after the test file's last test. */
 export function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
