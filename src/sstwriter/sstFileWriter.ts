@@ -90,6 +90,15 @@ export class SstFileWriter {
     this.addPoint(userKey, ValueType.Merge, value);
   }
 
+  /**
+   * The file's size if it were finished now, without its meta blocks. Blocks still at the
+   * compression worker count at their raw size, so the estimate errs high by at most the
+   * pipeline's in-flight bound; callers cutting files at a target size use it.
+   */
+  fileSizeEstimate(): number {
+    return this.table.fileSizeEstimate();
+  }
+
   deleteRange(startUserKey: Uint8Array, endUserKey: Uint8Array): void {
     this.checkOpen();
     if (Buffer.compare(startUserKey, endUserKey) >= 0) {
