@@ -14,6 +14,7 @@ import { Command, CommanderError } from 'commander';
 import { exitCodeFor, IngestError } from '../src/util/errors';
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
+import { registerImportIntoDb } from './commands/importDb';
 import { registerDbCommands } from './commands/db';
 import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';
@@ -29,6 +30,8 @@ export function buildProgram(): Command {
   // Adds `sst ingest` and `sst plan` to the group registered just above.
   registerIngestSstCommands(program);
   registerImportCommand(program);
+  // Adds --db (import, check, ingest) to `import`, and the `plan` command.
+  registerImportIntoDb(program);
   registerCheckCommand(program);
   registerDbCommands(program);
   return program;

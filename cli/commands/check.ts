@@ -159,7 +159,7 @@ export function registerCheckCommand(program: Command): void {
 }
 
 /** `ingest import`'s options, minus the ones check defines itself. */
-function importOptions(): Option[] {
+export function importOptions(): Option[] {
   const scratch = new Command();
   registerImportCommand(scratch);
   const imp = scratch.commands.find((c) => c.name() === 'import');

@@ -8,6 +8,9 @@
  * --quiet. Progress goes to stderr when it is a TTY (not with --quiet). Exit codes: 0 success;
  * 2 bad input, duplicates under --on-duplicate error, usage; 1 anything else. On any failure,
  * and on Ctrl-C, nothing is left in DIR or in the temp directory.
+ *
+ * `ingest import <inputs...> --db DIR` (import, conflict check, ingestion into a database) is
+ * cli/commands/importDb.ts: it adds its options to this command and takes over the action.
  */
 import { Command, Option } from 'commander';
 import { IngestError } from '../../src/util/errors';
@@ -47,7 +50,7 @@ function nonNegativeInt(name: string): (v: string) => number {
   };
 }
 
-interface ImportCliOptions {
+export interface ImportCliOptions {
   outputDir: string;
   delimiter: string;
   quote: string;
@@ -107,7 +110,7 @@ export function registerImportCommand(program: Command): void {
     .command('import')
     .description('import CSV files (- for stdin, .gz decompressed) as sorted, non-overlapping SSTs')
     .argument('<inputs...>', 'CSV files, - for stdin, *.gz decompressed on the fly')
-    .requiredOption('--output-dir <dir>', 'directory for the SSTs and import-summary.json (must hold no .sst files)')
+    .option('--output-dir <dir>', 'directory for the SSTs and import-summary.json (must hold no .sst files); or --db')
     .option('--delimiter <c>', 'field delimiter (\\t for tab)', ',')
     .option('--quote <c>', "quote character ('' to disable quoting)", '"')
     .option('--escape <c>', 'escape character inside quotes (default: the quote, i.e. doubling)')
@@ -132,29 +135,34 @@ export function registerImportCommand(program: Command): void {
     .option('--block-size <size>', 'SST data block size', '4KiB')
     .option('--json', 'print one JSON summary object on stdout')
     .option('--quiet', 'no progress and no human summary')
-    .action(async (inputs: string[], o: ImportCliOptions) => {
-      const options = toImportOptions(inputs, o);
-      options.progress = Progress.forStderr(o.quiet === true);
-      const job = new CsvImport(options);
-      const onSignal = (): void => {
-        job.cleanupSync();
-        process.stderr.write('\ninterrupted: import abandoned, nothing written\n');
-        process.exit(130);
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
-        const summary = await job.run();
-        if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);
-        else if (o.quiet !== true) {
-          process.stdout.write(
-            `imported ${summary.rowsWritten} rows into ${summary.outputFiles.length} SST file(s) in ${summary.outputDir} ` +
-              `(${summary.phases.totalSeconds}s, ${summary.rowsPerSecond} rows/s, ${summary.badRows} bad rows, ${summary.duplicates.count} duplicates)\n`,
-          );
-        }
-      } finally {
-        process.removeListener('SIGINT', onSignal);
-        process.removeListener('SIGTERM', onSignal);
-      }
-    });
+    .action((inputs: string[], o: Omit<ImportCliOptions, 'outputDir'> & { outputDir?: string }) => runImportToDir(inputs, o));
+}
+
+/** `ingest import --output-dir DIR`: the SSTs stay in DIR. (With --db, cli/commands/importDb.ts takes over the action.) */
+export async function runImportToDir(inputs: string[], o: Omit<ImportCliOptions, 'outputDir'> & { outputDir?: string }): Promise<void> {
+  const outputDir = o.outputDir;
+  if (outputDir === undefined) throw new IngestError('USAGE', 'import needs --output-dir DIR (SSTs in DIR) or --db DIR (ingested into a database)');
+  const options = toImportOptions(inputs, { ...o, outputDir });
+  options.progress = Progress.forStderr(o.quiet === true);
+  const job = new CsvImport(options);
+  const onSignal = (): void => {
+    job.cleanupSync();
+    process.stderr.write('\ninterrupted: import abandoned, nothing written\n');
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const summary = await job.run();
+    if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);
+    else if (o.quiet !== true) {
+      process.stdout.write(
+        `imported ${summary.rowsWritten} rows into ${summary.outputFiles.length} SST file(s) in ${summary.outputDir} ` +
+          `(${summary.phases.totalSeconds}s, ${summary.rowsPerSecond} rows/s, ${summary.badRows} bad rows, ${summary.duplicates.count} duplicates)\n`,
+      );
+    }
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
 }

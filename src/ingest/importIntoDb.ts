@@ -1,0 +1,279 @@
+/**
+ * Import into a live database: the whole `ingest import <csv...> --db DIR` pipeline.
+ *
+ *   1. import   CSV → sorted, non-overlapping external SSTs (ingest/importer.ts), written to a
+ *               private directory DIR/.import-tmp-XXXXXX: inside the database directory, so the
+ *               engine can hard-link the files (same file system) and cleanup stays local;
+ *   2. open     the engine at DIR (created when missing, unless createIfMissing is false);
+ *   3. check    the conflict scan of the SSTs against the engine at one snapshot
+ *               (conflict/checkSstConflicts.ts), report written when asked;
+ *   4. policy   abort | overwrite | skip (conflict/policy.ts; skip rewrites the files holding a
+ *               conflicting key, beside them in the private directory);
+ *   5. ingest   Engine.ingestExternalFiles, with replaceRange when asked; or with dryRun,
+ *               Engine.planIngestion, which links nothing.
+ * The private directory is removed at the end whatever happens (cleanupSync also serves signal
+ * handlers); the engine's hard links keep the ingested files alive under their table names.
+ *
+ * Contract: an import lands whole or not at all. Failures before step 5 change nothing in the
+ * database (if this run created DIR, DIR is removed again); step 5 is one manifest edit.
+ *
+ * Why no write can come between the check and the ingestion: this module opens the engine itself
+ * (it never takes one from a caller), and the engine's LOCK keeps every other opener, in this
+ * process or another, out of DIR until close. Nothing here writes between step 3 and the
+ * ingestion's commit, and the engine's own background work (flush, compaction) moves data
+ * between files without changing any key's visible value. So the state the check read is the
+ * state the ingestion commits over; before ingesting, the engine's last sequence number is
+ * asserted to still be the one the check's snapshot read at.
+ *
+ * Replace range: with `replaceRange`, [start, end) is made to hold exactly the import's keys,
+ * atomically (engine/ingest/replaceRange.ts). A missing bound defaults to the import's own span:
+ * start = its smallest key, end = the successor of its largest key (largest ‖ 0x00, the
+ * smallest key above it), so by default exactly the keys from the import's first to its last
+ * are replaced. The conflict check still compares only the import's keys: a conflict is a key of
+ * the import whose live value differs. Keys in the range that the import lacks are deleted by
+ * the ingestion and are not reported. `skip` cannot go with a replace range (the skipped keys'
+ * old values would be deleted by the range, not kept), so that combination is refused.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { Engine } from '../engine/engine';
+import { currentFileName } from '../engine/fileNames';
+import { IngestOptions, IngestionPlan, IngestionResult, PlannedFile } from '../engine/ingest/ingestionJob';
+import { ReplaceRange } from '../engine/ingest/replaceRange';
+import { compareUserKeys } from '../engine/keyCompare';
+import { CsvImport, ImportOptions, ImportSummary } from './importer';
+import { KeySpec, parseKeySpecText } from './keySpec';
+import { checkSstConflicts } from '../conflict/checkSstConflicts';
+import { IngestPlan, OnConflict, applyConflictPolicy } from '../conflict/policy';
+import { ConflictReport, ConflictStrategy, writeConflictReport } from '../conflict/report';
+import { RowOriginIndex } from '../conflict/rowOrigins';
+import { IngestError, assert } from '../util/errors';
+
+/** Prefix of the private directory inside the database directory. */
+export const IMPORT_TEMP_PREFIX = '.import-tmp-';
+
+/** A replace range as asked for: a missing bound takes the import's own (see the module comment). */
+export interface ReplaceRangeRequest {
+  start?: Buffer;
+  end?: Buffer;
+}
+
+export interface DbImportOptions {
+  dbDir: string;
+  /** The import; its outputDir is the private directory, and no summary file is written. */
+  import: Omit<ImportOptions, 'outputDir' | 'writeSummaryFile'>;
+  /** Create the database when DIR holds none (default true). Never with dryRun. */
+  createIfMissing?: boolean;
+  onConflict?: OnConflict;
+  conflictStrategy?: ConflictStrategy;
+  maxReported?: number;
+  /** Write the conflict report here (also under abort, before failing). */
+  reportPath?: string;
+  replaceRange?: ReplaceRangeRequest;
+  /** Run import, check and policy, then plan the ingestion instead of doing it. */
+  dryRun?: boolean;
+  verifyChecksums?: boolean;
+  allowBlockingFlush?: boolean;
+}
+
+/** One file of the ingestion (done or planned), as the JSON summary shows it. */
+export interface DbImportFile {
+  /** The import's SST (base name; a `.skip.sst` is a skip rewrite), or null for the replace-range tombstone table. */
+  file: string | null;
+  level: number;
+  globalSeqno: number;
+  sizeBytes: number;
+  smallestHex: string;
+  largestHex: string;
+  /** The file ends at a tombstone's exclusive end (the replace-range table). */
+  largestExclusive: boolean;
+  /** The database table number it became (null in a plan). */
+  fileNumber: number | null;
+}
+
+export interface DbImportResult {
+  db: string;
+  /** True when this run created the database. */
+  createdDb: boolean;
+  dryRun: boolean;
+  import: ImportSummary;
+  /** The full report (the CLI prints its summary, and names the first conflict in errors). */
+  report: ConflictReport;
+  reportPath: string | null;
+  policy: {
+    onConflict: OnConflict;
+    /** False when nothing is (or, in a dry run, would be) ingested: abort with conflicts. */
+    ingest: boolean;
+    rowsHeldBack: number;
+    rewrittenFiles: number;
+    emptiedFiles: number;
+  };
+  replaceRange: { startHex: string; endHex: string } | null;
+  /** The ingestion done; null in a dry run, when aborted, or when there was nothing to ingest. */
+  ingest: { files: DbImportFile[]; memtableFlushes: number; writesStopped: boolean; lastSequence: number; seconds: number } | null;
+  /** The ingestion planned (dry run only; null when there is nothing to plan). */
+  plan: { files: DbImportFile[]; memtableFlushNeeded: boolean; lastSequence: number } | null;
+}
+
+export class DbImport {
+  private tempDir: string | null = null;
+  private job: CsvImport | null = null;
+  /** DIR did not exist before this run: a failed run removes it again. */
+  private createdDir = false;
+  private succeeded = false;
+
+  constructor(private readonly opts: DbImportOptions) {}
+
+  /** Removes the private directory (and DIR when this run made it and failed); synchronous, for signal handlers. */
+  cleanupSync(): void {
+    this.job?.cleanupSync();
+    if (this.tempDir !== null) fs.rmSync(this.tempDir, { recursive: true, force: true });
+    this.tempDir = null;
+    if (this.createdDir && !this.succeeded) fs.rmSync(this.opts.dbDir, { recursive: true, force: true });
+    this.createdDir = false;
+  }
+
+  async run(): Promise<DbImportResult> {
+    const o = this.opts;
+    const dir = o.dbDir;
+    const dryRun = o.dryRun === true;
+    const onConflict = o.onConflict ?? 'abort';
+    const createIfMissing = (o.createIfMissing ?? true) && !dryRun;
+    if (onConflict === 'skip' && o.replaceRange !== undefined) {
+      throw new IngestError('USAGE', '--on-conflict skip cannot be combined with --replace-range: the range would delete the live values skip keeps');
+    }
+    const hadDb = fs.existsSync(currentFileName(dir));
+    if (!hadDb && !createIfMissing) {
+      throw new IngestError('USAGE', dryRun ? `no database at ${dir} (a dry run creates none)` : `no database at ${dir} (and --no-create-if-missing)`);
+    }
+    try {
+      if (!fs.existsSync(dir)) {
+        fs.mkdirSync(dir, { recursive: true });
+        this.createdDir = true;
+      }
+      this.tempDir = fs.mkdtempSync(path.join(dir, IMPORT_TEMP_PREFIX));
+    } catch (e) {
+      this.cleanupSync();
+      throw new IngestError('IO', `cannot create a private directory in ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+    try {
+      this.job = new CsvImport({ ...o.import, outputDir: this.tempDir, writeSummaryFile: false });
+      const summary = await this.job.run();
+      this.job = null;
+      const result = await this.intoEngine(summary, dryRun, onConflict, createIfMissing && !hadDb);
+      this.succeeded = true;
+      return result;
+    } finally {
+      this.cleanupSync();
+    }
+  }
+
+  private async intoEngine(summary: ImportSummary, dryRun: boolean, onConflict: OnConflict, creating: boolean): Promise<DbImportResult> {
+    const o = this.opts;
+    const paths = summary.outputFiles.map((f) => f.path);
+    const replaceRange = resolveReplaceRange(o.replaceRange, summary);
+    const keySpec = KeySpec.forKeyFields(parseKeySpecText(o.import.key ?? '1'));
+    const engine = await Engine.open(o.dbDir, { createIfMissing: creating });
+    try {
+      // From here to the ingestion's commit nothing else writes to the engine (module comment).
+      const report = this.check(engine, paths, keySpec);
+      const decision: IngestPlan = applyConflictPolicy(onConflict, report, paths);
+      const ingestOptions: IngestOptions = { verifyChecksums: o.verifyChecksums, allowBlockingFlush: o.allowBlockingFlush, replaceRange };
+      const result: DbImportResult = {
+        db: o.dbDir,
+        createdDb: creating,
+        dryRun,
+        import: summary,
+        report,
+        reportPath: o.reportPath ?? null,
+        policy: {
+          onConflict,
+          ingest: decision.ingest,
+          rowsHeldBack: decision.rowsHeldBack,
+          rewrittenFiles: decision.rewritten.length,
+          emptiedFiles: decision.emptied.length,
+        },
+        replaceRange: replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
+        ingest: null,
+        plan: null,
+      };
+      if (dryRun) {
+        // Under abort with conflicts the real run ingests nothing; the plan still shows where the
+        // import's files would go once the conflicts are resolved.
+        const files = decision.ingest ? decision.files : paths;
+        if (files.length > 0 || replaceRange !== undefined) {
+          const plan: IngestionPlan = await engine.planIngestion(files, ingestOptions);
+          result.plan = { files: plan.files.map((f) => fileOf(f, null)), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence };
+        }
+        return result;
+      }
+      if (!decision.ingest || (decision.files.length === 0 && replaceRange === undefined)) return result;
+      assert(engine.lastSequence === report.snapshotSequence, `the database changed between the conflict check (sequence ${report.snapshotSequence}) and the ingestion (${engine.lastSequence})`);
+      const t0 = performance.now();
+      const ingested: IngestionResult = await engine.ingestExternalFiles(decision.files, ingestOptions);
+      result.ingest = {
+        files: ingested.files.map((f) => fileOf(f, f.fileNumber)),
+        memtableFlushes: ingested.memtableFlushes,
+        writesStopped: ingested.writesStopped,
+        lastSequence: ingested.lastSequence,
+        seconds: Math.round(performance.now() - t0) / 1000,
+      };
+      return result;
+    } finally {
+      await engine.close();
+    }
+  }
+
+  /** The conflict scan, with key display from the --key spec and row sources from origins files when present. */
+  private check(engine: Engine, paths: readonly string[], keySpec: KeySpec): ConflictReport {
+    const o = this.opts;
+    const origins = RowOriginIndex.openIfPresent(paths);
+    try {
+      const report = checkSstConflicts(engine, paths, {
+        strategy: o.conflictStrategy,
+        maxReported: o.maxReported,
+        formatKey: (k) => keySpec.format(k),
+        sourceOf: origins === null ? undefined : (k) => origins.sourceOf(k),
+        collectConflictingKeys: (o.onConflict ?? 'abort') === 'skip',
+      });
+      if (o.reportPath !== undefined) writeConflictReport(o.reportPath, report);
+      return report;
+    } finally {
+      origins?.close();
+    }
+  }
+}
+
+/** The range to replace, bounds defaulted from the import's span; undefined when not asked for. */
+export function resolveReplaceRange(request: ReplaceRangeRequest | undefined, summary: ImportSummary): ReplaceRange | undefined {
+  if (request === undefined) return undefined;
+  const files = summary.outputFiles;
+  if ((request.start === undefined || request.end === undefined) && files.length === 0) {
+    throw new IngestError('USAGE', '--replace-range needs both bounds (FROM..TO) when the import holds no rows');
+  }
+  const start = request.start ?? Buffer.from(files[0].smallestKeyHex, 'hex');
+  // The successor of the largest key: nothing sorts between k and k ‖ 0x00.
+  const end = request.end ?? Buffer.concat([Buffer.from(files[files.length - 1].largestKeyHex, 'hex'), Buffer.of(0)]);
+  if (compareUserKeys(start, end) >= 0) {
+    throw new IngestError('USAGE', `--replace-range start 0x${start.toString('hex')} must sort below its end 0x${end.toString('hex')}`);
+  }
+  return { start, end };
+}
+
+function fileOf(f: PlannedFile, fileNumber: number | null): DbImportFile {
+  return {
+    file: f.path === null ? null : path.basename(f.path),
+    level: f.targetLevel,
+    globalSeqno: f.globalSeqno,
+    sizeBytes: f.fileSizeBytes,
+    smallestHex: f.smallest.toString('hex'),
+    largestHex: f.largest.toString('hex'),
+    largestExclusive: f.largestExclusive,
+    fileNumber,
+  };
+}
+
+/** Convenience: run one import into a database. */
+export async function importIntoDb(opts: DbImportOptions): Promise<DbImportResult> {
+  return new DbImport(opts).run();
+}
