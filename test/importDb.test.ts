@@ -9,6 +9,7 @@ import * as path from 'path';
 import { main } from '../cli/ingest';
 import { Engine } from '../src/engine/engine';
 import { KeySpec, parseKeySpecText } from '../src/ingest/keySpec';
+import { importIntoDb } from '../src/ingest/importIntoDb';
 
 interface CliResult {
   code: number;
@@ -165,8 +166,8 @@ test('conflicts under abort: exit 3, report with the conflicting keys and values
   for (const c of doc.conflicts) {
     expect(c.existingValue.data).toBe(fixtureRows.get(c.key));
     expect(c.newValue.data.startsWith('1999-01-01')).toBe(true);
-    // The importer does not write row-origin files yet; when it does, the source must be the row's line.
-    if (c.source !== null) expect(lines[c.source.line - 1].startsWith(`${c.key}|`)).toBe(true);
+    // The row-origin side files give each conflict the input file and line of its new row.
+    expect(c.source).toEqual({ file: input.file, line: lines.indexOf(`${c.key}|${c.newValue.data}`) + 1 });
   }
   expect(leftovers(db)).toEqual([]);
   await withEngine(db, (e) => {
@@ -174,6 +175,34 @@ test('conflicts under abort: exit 3, report with the conflicting keys and values
     for (const id of input.changed) expect(getText(e, id)).toBe(fixtureRows.get(id));
     for (const id of input.added) expect(getText(e, id)).toBeNull();
   });
+});
+
+test('conflict sources through parse ranges and merge workers: the physical line of each changed row', async () => {
+  const db = await baseDb();
+  // Every 997th row changed, after a header and a record whose quoted field spans three lines:
+  // parse workers cut the file into ranges, so each range's line offset must carry through.
+  const rows = fixtureLines.slice(1).map((l, i) => (i % 997 === 5 ? l.replace(/\|[^|]*/, '|1999-01-01 00:00:00.000') : l));
+  const multiLine = '300000000000009|"2006-01-01\n00:00:00\n.000"|CMPT|TMS|0|NEW|1|1.00|43000000001|New Row|1.00|0|0|0|1';
+  const file = path.join(root, 'ranges.csv');
+  fs.writeFileSync(file, `${[HEADER, multiLine, ...rows].join('\n')}\n`);
+  const changed = rows.filter((l) => l.includes('|1999-01-01 00:00:00.000|'));
+  const result = await importIntoDb({
+    dbDir: db,
+    import: { inputs: [file], dialect: { delimiter: '|' }, header: true, key: 't_id:int64', parseThreads: 2, parseTaskBytes: 64 << 10, mergeThreads: 2 },
+    onConflict: 'abort',
+    maxReported: 100,
+    dryRun: true,
+  });
+  expect(result.import).toMatchObject({ parseRanges: expect.any(Number), mergeThreads: 2 });
+  expect(result.import.parseRanges).toBeGreaterThan(4);
+  expect(result.report.summary.conflicts).toBe(changed.length);
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  for (const c of result.report.conflicts) {
+    const line = lines.findIndex((l) => l.startsWith(`${c.key}|1999-01-01`)) + 1;
+    expect(line).toBeGreaterThan(4);
+    expect(c.source).toEqual({ file, line });
+  }
+  expect(leftovers(db)).toEqual([]);
 });
 
 test('overwrite: new values win; skip: conflicting keys keep their values, the rest go in', async () => {

@@ -112,6 +112,8 @@ export function registerCheckCommand(program: Command): void {
         outputDir = tempDir;
       }
       const options = toImportOptions(inputs, { ...o, outputDir });
+      // Origins side files give each reported conflict its input file and line.
+      options.writeRowOrigins = true;
       options.progress = Progress.forStderr(o.quiet === true);
       const job = new CsvImport(options);
       const onSignal = (): void => {

@@ -17,13 +17,29 @@
  * Contract: an import lands whole or not at all. Failures before step 5 change nothing in the
  * database (if this run created DIR, DIR is removed again); step 5 is one manifest edit.
  *
- * Why no write can come between the check and the ingestion: this module opens the engine itself
- * (it never takes one from a caller), and the engine's LOCK keeps every other opener, in this
- * process or another, out of DIR until close. Nothing here writes between step 3 and the
- * ingestion's commit, and the engine's own background work (flush, compaction) moves data
- * between files without changing any key's visible value. So the state the check read is the
- * state the ingestion commits over; before ingesting, the engine's last sequence number is
- * asserted to still be the one the check's snapshot read at.
+ * Why no write can come between the check and the ingestion: by default this module opens the
+ * engine itself, and the engine's LOCK keeps every other opener, in this process or another, out
+ * of DIR until close. Nothing here writes between step 3 and the ingestion's commit, and the
+ * engine's own background work (flush, compaction) moves data between files without changing any
+ * key's visible value. So the state the check read is the state the ingestion commits over;
+ * before ingesting, the engine's last sequence number is asserted to still be the one the check's
+ * snapshot read at.
+ *
+ * A caller's engine (`engine`, for a process that already holds DIR open and keeps serving
+ * writes): step 2's open and the final close are the caller's, and the caller's writes may land
+ * between the check and the ingestion. What that means depends on the policy:
+ * - overwrite ingests every file whatever the check found, so the check is a report only and its
+ *   snapshot need not still hold: the ingestion takes a sequence number above every write before
+ *   its commit, so the import's values win over those writes, and writes after the commit win
+ *   over the import (as with any two writes). The ingestion goes ahead;
+ * - abort and skip act on what the check found (no conflict; or these keys keep their live
+ *   values). A write landing after the check's snapshot and before the ingestion's commit can
+ *   make a conflict the check never saw, which the ingestion then overwrites silently. Between
+ *   the check and the ingestion's start nothing in this process can write (check and policy are
+ *   synchronous); should the last sequence number have moved there anyway, the run fails with
+ *   CONFLICT and ingests nothing. During the ingestion itself (it awaits memtable flushes) this
+ *   module cannot tell: under abort and skip the caller must hold back writes to the import's
+ *   key range until the run returns.
  *
  * Replace range: with `replaceRange`, [start, end) is made to hold exactly the import's keys,
  * atomically (engine/ingest/replaceRange.ts). A missing bound defaults to the import's own span:
@@ -61,7 +77,7 @@ export interface ReplaceRangeRequest {
 export interface DbImportOptions {
   dbDir: string;
   /** The import; its outputDir is the private directory, and no summary file is written. */
-  import: Omit<ImportOptions, 'outputDir' | 'writeSummaryFile'>;
+  import: Omit<ImportOptions, 'outputDir' | 'writeSummaryFile' | 'writeRowOrigins'>;
   /** Create the database when DIR holds none (default true). Never with dryRun. */
   createIfMissing?: boolean;
   onConflict?: OnConflict;
@@ -74,6 +90,11 @@ export interface DbImportOptions {
   dryRun?: boolean;
   verifyChecksums?: boolean;
   allowBlockingFlush?: boolean;
+  /**
+   * An engine the caller already has open at dbDir: used instead of opening one, and left open.
+   * The caller may keep writing to it; see the module comment for what each policy then does.
+   */
+  engine?: Engine;
 }
 
 /** One file of the ingestion (done or planned), as the JSON summary shows it. */
@@ -142,7 +163,10 @@ export class DbImport {
     if (onConflict === 'skip' && o.replaceRange !== undefined) {
       throw new IngestError('USAGE', '--on-conflict skip cannot be combined with --replace-range: the range would delete the live values skip keeps');
     }
-    const hadDb = fs.existsSync(currentFileName(dir));
+    if (o.engine !== undefined && path.resolve(o.engine.dir) !== path.resolve(dir)) {
+      throw new IngestError('INVALID_ARGUMENT', `the engine given is open at ${o.engine.dir}, not at ${dir}`);
+    }
+    const hadDb = o.engine !== undefined || fs.existsSync(currentFileName(dir));
     if (!hadDb && !createIfMissing) {
       throw new IngestError('USAGE', dryRun ? `no database at ${dir} (a dry run creates none)` : `no database at ${dir} (and --no-create-if-missing)`);
     }
@@ -157,7 +181,7 @@ export class DbImport {
       throw new IngestError('IO', `cannot create a private directory in ${dir}: ${(e as Error).message}`, { cause: e });
     }
     try {
-      this.job = new CsvImport({ ...o.import, outputDir: this.tempDir, writeSummaryFile: false });
+      this.job = new CsvImport({ ...o.import, outputDir: this.tempDir, writeSummaryFile: false, writeRowOrigins: true });
       const summary = await this.job.run();
       this.job = null;
       const result = await this.intoEngine(summary, dryRun, onConflict, createIfMissing && !hadDb);
@@ -173,9 +197,10 @@ export class DbImport {
     const paths = summary.outputFiles.map((f) => f.path);
     const replaceRange = resolveReplaceRange(o.replaceRange, summary);
     const keySpec = KeySpec.forKeyFields(parseKeySpecText(o.import.key ?? '1'));
-    const engine = await Engine.open(o.dbDir, { createIfMissing: creating });
+    const engine = o.engine ?? (await Engine.open(o.dbDir, { createIfMissing: creating }));
     try {
-      // From here to the ingestion's commit nothing else writes to the engine (module comment).
+      // From here to the ingestion's commit nothing else writes to the engine, unless it is the
+      // caller's (module comment).
       const report = this.check(engine, paths, keySpec);
       const decision: IngestPlan = applyConflictPolicy(onConflict, report, paths);
       const ingestOptions: IngestOptions = { verifyChecksums: o.verifyChecksums, allowBlockingFlush: o.allowBlockingFlush, replaceRange };
@@ -208,7 +233,12 @@ export class DbImport {
         return result;
       }
       if (!decision.ingest || (decision.files.length === 0 && replaceRange === undefined)) return result;
-      assert(engine.lastSequence === report.snapshotSequence, `the database changed between the conflict check (sequence ${report.snapshotSequence}) and the ingestion (${engine.lastSequence})`);
+      if (engine.lastSequence !== report.snapshotSequence) {
+        const changed = `the database changed between the conflict check (sequence ${report.snapshotSequence}) and the ingestion (${engine.lastSequence})`;
+        assert(o.engine !== undefined, changed);
+        // The caller's writes: only overwrite does not depend on the check's snapshot (module comment).
+        if (onConflict !== 'overwrite') throw new IngestError('CONFLICT', `${changed}: --on-conflict ${onConflict} needs no writes during the import; nothing was ingested`);
+      }
       const t0 = performance.now();
       const ingested: IngestionResult = await engine.ingestExternalFiles(decision.files, ingestOptions);
       result.ingest = {
@@ -220,7 +250,7 @@ export class DbImport {
       };
       return result;
     } finally {
-      await engine.close();
+      if (o.engine === undefined) await engine.close();
     }
   }
 

@@ -7,7 +7,8 @@
  *    otherwise regular files are cut into byte ranges parsed by worker threads (parallelParse.ts).
  * 2. merge: a k-way merge of all runs (duplicate policy applied) into SSTs of about
  *    --target-file-size, cut only between distinct keys, under temporary names.
- * 3. publish: every SST renamed to its final name at once, plus the JSON summary file.
+ * 3. publish: every SST (and, with writeRowOrigins, its origins side file) renamed to its final
+ *    name at once, plus the JSON summary file.
  *
  * Contract: the import lands whole or not at all. Any failure (bad rows past --max-bad-rows,
  * duplicates under the error policy, I/O) removes the runs, the temp directory and every SST
@@ -33,7 +34,7 @@ import { ValueFormat } from './rowEncoder';
 import { BadRow, LayoutPlan, RowSink } from './rowSink';
 import { RunInfo, spillSortBuffer } from './runFile';
 import { SortBuffer } from './sortBuffer';
-import { SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sstSetWriter';
+import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sstSetWriter';
 import { mergeInWorkers, planKeyRanges } from './parallelMerge';
 import { parseInWorkers } from './parallelParse';
 import { PARSER_FIXED_BYTES, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parseTypes';
@@ -77,6 +78,12 @@ export interface ImportOptions {
   sstOptions?: Partial<SstFileWriterOptions>;
   /** Byte-range size for parse workers (default: sized so one range fills about one sort buffer). For tests. */
   parseTaskBytes?: number;
+  /**
+   * Write a row-origins side file `NNNNNN.origins` beside each `NNNNNN.sst` (input file and line
+   * of every entry; src/conflict/rowOrigins.ts), so a conflict check can name each new row's
+   * source. Default false: plain output is the SSTs and the summary. `check` and `import --db` set it.
+   */
+  writeRowOrigins?: boolean;
   /** Write the summary file (import-summary.json) next to the SSTs; default true. */
   writeSummaryFile?: boolean;
   progress?: Progress;
@@ -230,15 +237,16 @@ export class CsvImport {
         runs = [merged, ...runs.slice(maxFanIn)];
       }
       const ranges = mergeThreads > 1 ? planKeyRanges(runs, mergeThreads) : [];
+      const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources) : null;
       let merge: MergeResult;
       let written: WrittenFile[];
       try {
         if (ranges.length > 1) {
           const readBufferBytes = mergeReadBufferBytes(memoryLimitBytes, runs.length * ranges.length);
-          const base = { policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes, sstOptions: o.sstOptions ?? {} };
+          const base = { policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes, sstOptions: o.sstOptions ?? {}, rowOrigins };
           ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, progress));
         } else {
-          this.output = new SstSetWriter(o.outputDir, this.token, 0, targetFileSizeBytes, o.sstOptions ?? {});
+          this.output = new SstSetWriter(o.outputDir, this.token, 0, targetFileSizeBytes, o.sstOptions ?? {}, rowOrigins);
           merge = mergeRunsIntoSsts(runs, policy, this.output, mergeReadBufferBytes(memoryLimitBytes, runs.length), (n) =>
             progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: outcome.rowsRead }),
           );
@@ -412,6 +420,26 @@ export class CsvImport {
       peakRssBytes: process.resourceUsage().maxRSS * 1024,
     };
   }
+}
+
+/** The origins files' view of the row sources: one name per input, a line offset per source. */
+function rowOriginSourcesOf(sources: readonly SourceInfo[]): RowOriginSources {
+  const inputNames: string[] = [];
+  const indexOfName = new Map<string, number>();
+  const inputOfSource: number[] = [];
+  const lineOffsetOfSource: number[] = [];
+  for (const s of sources) {
+    const name = displayName(s.file);
+    let i = indexOfName.get(name);
+    if (i === undefined) {
+      i = inputNames.length;
+      inputNames.push(name);
+      indexOfName.set(name, i);
+    }
+    inputOfSource.push(i);
+    lineOffsetOfSource.push(s.lineOffset);
+  }
+  return { inputNames, inputOfSource, lineOffsetOfSource };
 }
 
 function statSize(p: string): number {

@@ -8,6 +8,8 @@
  *   the count is exact, and keeps the first MAX_DUPLICATE_EXAMPLES pairs (first row, duplicate row);
  * - first: the earliest row of each key is written;
  * - last: the latest row of each key is written (held back until the key changes).
+ * Each written entry goes to the SstSetWriter with the (source, line) of the row it came from,
+ * for the origins side files when those are on.
  */
 import { copyBytes } from '../sstwriter/byteRanges';
 import { RunInfo, RunReader, RunWriter } from './runFile';
@@ -77,6 +79,9 @@ export function mergeRunsIntoSsts(
   let holding = false; // policy "last": prevKey/heldValue not yet written
   let firstSource = 0;
   let firstLine = 0;
+  // Policy "last": where the held value's row came from.
+  let heldSource = 0;
+  let heldLine = 0;
   let writing = true;
   const result: MergeResult = { rowsMerged: 0, rowsWritten: 0, duplicateCount: 0, duplicates: [] };
   let rowsMerged = 0;
@@ -105,12 +110,16 @@ export function mergeRunsIntoSsts(
             });
           }
           if (policy === 'error') writing = false;
-          else if (policy === 'last') heldValue.set(buf, keyEnd, r.valueEnd);
+          else if (policy === 'last') {
+            heldValue.set(buf, keyEnd, r.valueEnd);
+            heldSource = r.source;
+            heldLine = r.line;
+          }
           continue;
         }
       }
       if (holding) {
-        if (writing) out.add(prevKey.buf, heldValue.buf);
+        if (writing) out.add(prevKey.buf, heldValue.buf, heldSource, heldLine);
         result.rowsWritten++;
       }
       prevKey.set(buf, keyStart, keyEnd);
@@ -120,17 +129,19 @@ export function mergeRunsIntoSsts(
       firstLine = r.line;
       if (policy === 'last') {
         heldValue.set(buf, keyEnd, r.valueEnd);
+        heldSource = r.source;
+        heldLine = r.line;
         holding = true;
       } else {
         // A view per row until the SST writer takes (buffer, offset, length); the value is copied
         // into the data block at once, so the view never outlives this call. A plain Uint8Array
         // costs well under half of Buffer#subarray (no species lookup, no FastBuffer).
-        if (writing) out.add(prevKey.buf, new Uint8Array(buf.buffer, buf.byteOffset + keyEnd, r.valueEnd - keyEnd));
+        if (writing) out.add(prevKey.buf, new Uint8Array(buf.buffer, buf.byteOffset + keyEnd, r.valueEnd - keyEnd), r.source, r.line);
         result.rowsWritten++;
       }
     }
     if (holding) {
-      if (writing) out.add(prevKey.buf, heldValue.buf);
+      if (writing) out.add(prevKey.buf, heldValue.buf, heldSource, heldLine);
       result.rowsWritten++;
     }
     if (!writing) result.rowsWritten = 0;

@@ -10,7 +10,7 @@ import { MergeReply, MergeTask } from './parallelMerge';
 import { SstSetWriter } from './sstSetWriter';
 
 function runMergeTask(t: MergeTask): MergeReply {
-  const out = new SstSetWriter(t.outputDir, t.token, t.partition, t.targetFileSizeBytes, t.sstOptions);
+  const out = new SstSetWriter(t.outputDir, t.token, t.partition, t.targetFileSizeBytes, t.sstOptions, t.rowOrigins);
   const progress = new Float64Array(t.progress);
   try {
     const result = mergeRunsIntoSsts(

@@ -17,7 +17,7 @@ import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeResult } from './mergeToSsts';
 import { Progress } from './progress';
 import { FIRST_ENTRY_OFFSET, RunInfo } from './runFile';
-import { WrittenFile, removeFiles } from './sstSetWriter';
+import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
 import { startModuleWorker } from './workerBootstrap';
 
 const PROGRESS_INTERVAL_MS = 200;
@@ -35,6 +35,8 @@ export interface MergeTask {
   partition: number;
   targetFileSizeBytes: number;
   sstOptions: Partial<SstFileWriterOptions>;
+  /** Write an origins side file beside each SST (see sstSetWriter.ts); null: none. */
+  rowOrigins: RowOriginSources | null;
   /** Float64 slot per partition: rows merged so far. */
   progress: SharedArrayBuffer;
 }

@@ -13,11 +13,18 @@
  *   them. An import therefore lands whole or not at all.
  * - Size: the SstFileWriter's own estimate when it offers one (`fileSizeEstimate()`), else the
  *   key+value bytes added (an over-estimate under compression, so files come out smaller).
+ * - Row origins (only when constructed with a RowOriginSources): beside each SST an origins side
+ *   file (src/conflict/rowOrigins.ts) with one (input, line) per entry, in the same order, named
+ *   like the SST with `.origins` for `.sst`. It follows its SST through every step: written
+ *   under the temporary name, renamed by `publishFiles` (`NNNNNN.origins`), removed by
+ *   `abort()` / `removeFiles`. Its own half-written temp file also starts with the import's
+ *   temporary prefix, so `removeTempFiles` clears it after a crash.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { IngestError } from '../util/errors';
 import { SstFileMetadata, SstFileWriter, SstFileWriterOptions, syncDirectory } from '../sstwriter/sstFileWriter';
+import { RowOriginsWriter, originsPathFor } from '../conflict/rowOrigins';
 
 /** A finished file under its temporary name. Plain data (crosses postMessage; Buffers arrive as Uint8Array). */
 export interface WrittenFile {
@@ -26,6 +33,21 @@ export interface WrittenFile {
   entries: number;
   smallestUserKey: Uint8Array;
   largestUserKey: Uint8Array;
+  /** Its finished origins side file (temporary name), or null when origins are not written. */
+  originsTempPath: string | null;
+}
+
+/**
+ * How the merge's row sources (a whole input, or a byte range of one under the parallel parse)
+ * map to origins entries. Plain data (crosses postMessage to merge workers).
+ */
+export interface RowOriginSources {
+  /** Display names of the inputs: the origins file's source table. */
+  inputNames: string[];
+  /** Per row source: its index in inputNames. */
+  inputOfSource: number[];
+  /** Per row source: added to the row's line to give its line in the input. */
+  lineOffsetOfSource: number[];
 }
 
 /** SstFileWriter, with the size estimate it may offer. */
@@ -50,6 +72,8 @@ export class SstSetWriter {
   private bytesAdded = 0;
   /** The current writer's fileSizeEstimate, when it has one (looked up once per file, not per row). */
   private sizeEstimate: (() => number) | null = null;
+  /** The current file's origins writer (null when origins are off or no file is open). */
+  private originsWriter: RowOriginsWriter | null = null;
 
   constructor(
     private readonly dir: string,
@@ -57,20 +81,26 @@ export class SstSetWriter {
     private readonly partition: number,
     private readonly targetFileSizeBytes: number,
     private readonly options: Partial<SstFileWriterOptions>,
+    private readonly rowOrigins: RowOriginSources | null = null,
   ) {}
 
-  add(key: Uint8Array, value: Uint8Array): void {
+  /** Adds one entry; `source` / `line` are the row's (as the runs carry them), for the origins file. */
+  add(key: Uint8Array, value: Uint8Array, source: number, line: number): void {
     if (this.writer !== null && this.currentSize() >= this.targetFileSizeBytes) this.finishCurrent();
     if (this.writer === null) {
       const name = `${tempPrefix(this.token)}p${this.partition}-${finalSstName(this.files.length + 1)}`;
-      const writer = new SstFileWriter(path.join(this.dir, name), this.options);
+      const sstPath = path.join(this.dir, name);
+      const writer = new SstFileWriter(sstPath, this.options);
       const sized = writer as SstFileWriter & SizedWriter;
       this.sizeEstimate = typeof sized.fileSizeEstimate === 'function' ? () => (sized.fileSizeEstimate as () => number).call(writer) : null;
       this.writer = writer;
       this.bytesAdded = 0;
+      if (this.rowOrigins !== null) this.originsWriter = new RowOriginsWriter(originsPathFor(sstPath), this.rowOrigins.inputNames);
     }
     this.writer.put(key, value);
     this.bytesAdded += key.length + value.length;
+    const origins = this.rowOrigins;
+    if (origins !== null) (this.originsWriter as RowOriginsWriter).add(origins.inputOfSource[source], origins.lineOffsetOfSource[source] + line);
   }
 
   private currentSize(): number {
@@ -81,8 +111,21 @@ export class SstSetWriter {
     const w = this.writer as SstFileWriter;
     this.writer = null;
     const meta: SstFileMetadata = w.finish();
+    const origins = this.originsWriter;
+    this.originsWriter = null;
+    let originsTempPath: string | null = null;
+    if (origins !== null) {
+      try {
+        origins.finish();
+      } catch (e) {
+        fs.rmSync(meta.path, { force: true });
+        throw e;
+      }
+      originsTempPath = origins.path;
+    }
     this.files.push({
       tempPath: meta.path,
+      originsTempPath,
       fileSizeBytes: meta.fileSizeBytes,
       entries: meta.numEntries,
       smallestUserKey: meta.smallestKey.subarray(0, meta.smallestKey.length - TRAILER_BYTES),
@@ -102,29 +145,43 @@ export class SstSetWriter {
       this.writer.abort();
       this.writer = null;
     }
+    if (this.originsWriter !== null) {
+      this.originsWriter.abort();
+      this.originsWriter = null;
+    }
     removeFiles(this.files);
   }
 }
 
 export function removeFiles(files: readonly WrittenFile[]): void {
-  for (const f of files) fs.rmSync(f.tempPath, { force: true });
+  for (const f of files) {
+    fs.rmSync(f.tempPath, { force: true });
+    if (f.originsTempPath !== null) fs.rmSync(f.originsTempPath, { force: true });
+  }
 }
 
-/** Renames `files` (in key order) to dir/000001.sst, 000002.sst, ...; all or none. Returns the final paths. */
+/**
+ * Renames `files` (in key order) to dir/000001.sst, 000002.sst, ... (and their origins files to
+ * 000001.origins, ...); all or none. Returns the final SST paths.
+ */
 export function publishFiles(dir: string, files: readonly WrittenFile[]): string[] {
   const finals = files.map((_, i) => path.join(dir, finalSstName(i + 1)));
-  for (const f of finals) {
-    if (fs.existsSync(f)) throw new IngestError('IO', `cannot publish the import: ${f} already exists`);
+  // Every rename to make, SSTs and origins files alike: [from, to].
+  const moves: [string, string][] = [];
+  files.forEach((f, i) => {
+    moves.push([f.tempPath, finals[i]]);
+    if (f.originsTempPath !== null) moves.push([f.originsTempPath, originsPathFor(finals[i])]);
+  });
+  for (const [, to] of moves) {
+    if (fs.existsSync(to)) throw new IngestError('IO', `cannot publish the import: ${to} already exists`);
   }
-  const renamed: number[] = [];
-  for (let i = 0; i < files.length; i++) {
+  for (let i = 0; i < moves.length; i++) {
     try {
-      fs.renameSync(files[i].tempPath, finals[i]);
-      renamed.push(i);
+      fs.renameSync(moves[i][0], moves[i][1]);
     } catch (e) {
       // Put back what was renamed, so the directory shows none of this import.
-      for (const j of renamed) fs.renameSync(finals[j], files[j].tempPath);
-      throw new IngestError('IO', `cannot rename ${files[i].tempPath} to ${finals[i]}: ${(e as Error).message}`, { cause: e });
+      for (let j = 0; j < i; j++) fs.renameSync(moves[j][1], moves[j][0]);
+      throw new IngestError('IO', `cannot rename ${moves[i][0]} to ${moves[i][1]}: ${(e as Error).message}`, { cause: e });
     }
   }
   syncDirectory(dir);

@@ -126,3 +126,81 @@ test('usage errors: no database, a bad strategy', async () => {
   expect((await run([input, '--db', path.join(root, 'nope')])).code).toBe(2);
   expect((await run([input, '--db', db, '--conflict-strategy', 'scan'])).code).toBe(2);
 });
+
+/**
+ * Typed keys 0..5999 over a database holding every hundredth key: keys 200, 3000 and 5800 come
+ * with changed values. Each input has a header and a record with a quoted field spanning three
+ * physical lines before its conflicting row, so a row's line is its physical line, not its record
+ * number. The rows are long enough that a two-thread merge cuts the keys into two ranges, each
+ * holding a conflict.
+ */
+function sourcedInputs(): { dbDir: string; inputs: string[]; expected: Map<string, { file: string; line: number }> } {
+  const dbDir = path.join(root, 'sourced-db');
+  const pad = 'x'.repeat(40);
+  const rowOf = (k: number): string => (k === 200 || k === 3000 || k === 5800 ? `${k}|changed-${k}` : `${k}|${k % 100 === 0 ? `v${k}` : pad}`);
+  // a.csv: 0..2999 except 7 (the multi-line record), 5800 near the top; b.csv: 3000..5999, 3000 at the end.
+  const aKeys = [5800, ...Array.from({ length: 3000 }, (_, i) => i).filter((k) => k !== 7)];
+  const bKeys = Array.from({ length: 3000 }, (_, i) => 3000 + i).filter((k) => k !== 5800 && k !== 3000);
+  const shuffle = (keys: number[]): number[] => keys.map((k, i) => [k, (i * 7919) % keys.length]).sort((x, y) => x[1] - y[1]).map((p) => p[0]);
+  const a = csv('sourced-a.csv', ['id|val', '7|"first line', 'second ""line""', 'third line"', ...aKeys.map(rowOf)].join('\n') + '\n');
+  const b = csv('sourced-b.csv', ['id|val', '3001|"one', 'two', 'three"', ...shuffle(bKeys.filter((k) => k !== 3001)).map(rowOf), rowOf(3000)].join('\n') + '\n');
+  const expected = new Map<string, { file: string; line: number }>();
+  for (const [file, k] of [[a, 200], [b, 3000], [a, 5800]] as const) {
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    expected.set(String(k), { file, line: lines.indexOf(`${k}|changed-${k}`) + 1 });
+  }
+  // The multi-line records sit between the header and every conflicting row.
+  for (const s of expected.values()) expect(s.line).toBeGreaterThan(4);
+  return { dbDir, inputs: [a, b], expected };
+}
+
+test.each([
+  ['one merge thread', []],
+  ['two merge threads', ['--merge-threads', '2']],
+  ['parse and merge workers', ['--threads', '2', '--merge-threads', '2']],
+])('conflict sources name the input file and physical line of each new row (%s)', async (_name, extra) => {
+  const { dbDir, inputs, expected } = sourcedInputs();
+  if (!fs.existsSync(dbDir)) {
+    const e = await Engine.open(dbDir);
+    for (let k = 0; k < 6000; k += 100) await e.put(int64Key(k), Buffer.from(`v${k}`));
+    await e.close();
+  }
+  const tmp = path.join(root, `tmp-sourced-${extra.length}`);
+  const report = path.join(root, `report-sourced-${extra.length}.json`);
+  const r = await run([...inputs, '--db', dbDir, '--delimiter', '|', '--header', '--key', 'id:int64', '--report', report, '--json', '--tmp-dir', tmp, '--quiet', ...extra]);
+  expect(r.code).toBe(3);
+  const out = JSON.parse(r.stdout);
+  expect(out.check).toMatchObject({ sstKeys: 6000, conflicts: 3, unchanged: 57 });
+  if (extra.includes('--merge-threads')) {
+    expect(out.import.mergeThreads).toBe(2);
+    expect(out.import.outputFiles.length).toBeGreaterThanOrEqual(2);
+  }
+  const doc = JSON.parse(fs.readFileSync(report, 'utf8'));
+  const sources = new Map(doc.conflicts.map((c: { key: string; source: unknown }) => [c.key, c.source]));
+  expect(sources).toEqual(expected);
+  expect(fs.readdirSync(tmp)).toEqual([]);
+});
+
+test('check --output-dir keeps an origins file beside each SST; a plain import writes none', async () => {
+  const input = csv('origins.csv', 'k,v\n1,v1\n2,changed\n');
+  const kept = path.join(root, 'kept');
+  const r = await run([input, '--db', db, '--header', '--output-dir', kept, '--quiet']);
+  expect(r.code).toBe(3);
+  expect(fs.readdirSync(kept).sort()).toEqual(['000001.origins', '000001.sst', 'import-summary.json']);
+
+  const { runImport } = await import('../../src/ingest/importer');
+  const plain = path.join(root, 'plain');
+  await runImport({ inputs: [input], outputDir: plain, header: true });
+  expect(fs.readdirSync(plain).sort()).toEqual(['000001.sst', 'import-summary.json']);
+});
+
+test.each([[[]], [['--merge-threads', '2']]])('a failed import leaves no SST or origins file behind (%j)', async (extra) => {
+  // 4000 rows so two merge threads both write files before the duplicate fails the import.
+  const rows = Array.from({ length: 4000 }, (_, i) => `${i},${'y'.repeat(40)}`);
+  const input = csv(`dup-${extra.length}.csv`, [...rows, '3999,again'].join('\n') + '\n');
+  const out = path.join(root, `dup-out-${extra.length}`);
+  const r = await run([input, '--db', db, '--output-dir', out, '--target-file-size', '16384', '--quiet', ...extra]);
+  expect(r.code).toBe(2);
+  expect(r.stderr).toMatch(/duplicate key/);
+  expect(fs.readdirSync(out)).toEqual([]);
+});
