@@ -6,37 +6,11 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { main } from '../cli/ingest';
+import { runCli } from './support/cli';
 import { MAX_REPLAYED_LOGS_BEFORE_FLUSH } from '../cli/commands/db';
 import { Engine } from '../src/engine/engine';
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function run(...args: string[]): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const out = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout += chunk.toString();
-    return true;
-  });
-  const err = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stderr += chunk.toString();
-    return true;
-  });
-  try {
-    process.exitCode = undefined;
-    const code = await main(['node', 'ingest', ...args]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    process.exitCode = undefined;
-  }
-}
+const run = runCli;
 
 function jsonLines(text: string): Array<Record<string, unknown>> {
   return text

@@ -5,46 +5,11 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Command, CommanderError } from 'commander';
-import { registerIngestSstCommands } from '../cli/commands/ingestSst';
-import { exitCodeFor } from '../src/util/errors';
+import { runCli } from './support/cli';
 import { Engine } from '../src/engine/engine';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the commands as cli/ingest.ts's main does: typed errors become exit codes. */
-async function run(...args: string[]): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const out = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout += chunk.toString();
-    return true;
-  });
-  const err = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stderr += chunk.toString();
-    return true;
-  });
-  try {
-    const program = new Command().name('ingest').exitOverride().configureOutput({ outputError: (s, write) => write(s) });
-    registerIngestSstCommands(program);
-    try {
-      await program.parseAsync(['node', 'ingest', ...args]);
-      return { code: 0, stdout, stderr };
-    } catch (e) {
-      if (e instanceof CommanderError) return { code: 2, stdout, stderr };
-      stderr += `error: ${(e as Error).message}\n`;
-      return { code: exitCodeFor(e), stdout, stderr };
-    }
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
+const run = runCli;
 
 let dir: string;
 beforeEach(() => {

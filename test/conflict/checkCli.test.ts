@@ -5,10 +5,8 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Command, CommanderError } from 'commander';
 import { Engine } from '../../src/engine/engine';
-import { exitCodeFor } from '../../src/util/errors';
-import { registerCheckCommand } from '../../cli/commands/check';
+import { CliResult, runCli } from '../support/cli';
 
 let root: string;
 let db: string;
@@ -24,30 +22,9 @@ afterAll(() => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-/** Runs `ingest check ...` as the CLI's main does: stdout captured, errors mapped to exit codes. */
-async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const program = new Command().exitOverride().configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
-  registerCheckCommand(program);
-  let stdout = '';
-  let stderr = '';
-  const out = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    stdout += String(s);
-    return true;
-  });
-  const err = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    stderr += String(s);
-    return true;
-  });
-  try {
-    await program.parseAsync(['node', 'ingest', 'check', ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    if (e instanceof CommanderError) return { code: 2, stdout, stderr: stderr + e.message };
-    return { code: exitCodeFor(e), stdout, stderr: stderr + (e as Error).message };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
+/** Runs `ingest check ...args` through the CLI's entry point. */
+function run(args: string[]): Promise<CliResult> {
+  return runCli('check', ...args);
 }
 
 function csv(name: string, text: string): string {
