@@ -81,8 +81,11 @@ function pad2(n: number): string {
   return n < 10 ? `0${n}` : String(n);
 }
 
-/** Writes `rows` trade rows to `fd`; returns the bytes written. */
-export function writeTrades(fd: number, rows: number, seed = 42, header = true): number {
+/**
+ * Writes `rows` trade rows to `fd`; returns the bytes written. Their t_id are firstTradeId + a
+ * permutation of 0..rows-1 (another firstTradeId shifts the key range, e.g. for a second load).
+ */
+export function writeTrades(fd: number, rows: number, seed = 42, header = true, firstTradeId = FIRST_TRADE_ID): number {
   const r = prng(seed);
   let chunk = header ? `${TRADE_COLUMNS.join('|')}\n` : '';
   let bytes = 0;
@@ -102,7 +105,7 @@ export function writeTrades(fd: number, rows: number, seed = 42, header = true):
     const qty = 100 * (1 + Math.floor(r() * 8));
     const bid = money(r, 20, 30);
     const traded = r() < 0.9 ? money(r, 20, 30) : '';
-    chunk += `${FIRST_TRADE_ID + p}|${dts}|${STATUS[Math.floor(r() * STATUS.length)]}|${TYPES[Math.floor(r() * TYPES.length)]}|${r() < 0.8 ? 1 : 0}|${symb}|${qty}|${bid}|${43000000001 + Math.floor(r() * 5000)}|${FIRST[Math.floor(r() * FIRST.length)]} ${LAST[Math.floor(r() * LAST.length)]}|${traded}|${money(r, 0, 10)}|${money(r, 0, 20)}|${money(r, 0, 15)}|${r() < 0.5 ? 1 : 0}\n`;
+    chunk += `${firstTradeId + p}|${dts}|${STATUS[Math.floor(r() * STATUS.length)]}|${TYPES[Math.floor(r() * TYPES.length)]}|${r() < 0.8 ? 1 : 0}|${symb}|${qty}|${bid}|${43000000001 + Math.floor(r() * 5000)}|${FIRST[Math.floor(r() * FIRST.length)]} ${LAST[Math.floor(r() * LAST.length)]}|${traded}|${money(r, 0, 10)}|${money(r, 0, 20)}|${money(r, 0, 15)}|${r() < 0.5 ? 1 : 0}\n`;
     if (chunk.length >= WRITE_CHUNK_BYTES) flush();
   }
   flush();

@@ -18,17 +18,29 @@
  *          [--data-dir DIR] [--json]
  * The CSV is generated once (bench/gen-trades, deterministic) into --data-dir (default: the
  * system temp directory) and reused. Our import runs in a child process so its peak RSS is its own.
+ *
+ * Into a live database (bench/import-into-db.ts): the whole `ingest import --db` pipeline into an
+ * engine holding a previous load, phase by phase, and with --busy-writer the dip of a writer
+ * putting into the same engine meanwhile:
+ *   node dist/bench/import.js --into-db [--existing-rows N (1000000)] [--rows N (1000000)]
+ *          [--overlap F (0.1)] [--recent-puts N (10000)] [--on-conflict overwrite|abort|skip]
+ *          [--busy-writer] [--writer-keys inside|outside] [--busy-seconds S (2)]
+ *          [--memory-limit SIZE] [--threads N] [--merge-threads N] [--compression lz4|none]
+ *          [--data-dir DIR] [--json]
  */
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
-import { writeTrades } from './gen-trades';
+import { FIRST_TRADE_ID, writeTrades } from './gen-trades';
 import { ImportSummary, runImport } from '../src/ingest/importer';
 import { parseIntInto } from '../src/ingest/keySpec';
+import { OnConflict } from '../src/conflict/policy';
+import { formatIntoDb, runIntoDb } from './import-into-db';
 
 interface Args {
-  rows: number;
+  /** Rows of the CSV imported; null = the mode's default (10M; 1M with --into-db). */
+  rows: number | null;
   memoryLimit: string;
   threads: number | undefined;
   mergeThreads: number | undefined;
@@ -37,10 +49,36 @@ interface Args {
   classicRows: number | null;
   dataDir: string;
   json: boolean;
+  intoDb: boolean;
+  existingRows: number;
+  /** Share of the imported rows that restate existing ones (--into-db). */
+  overlap: number;
+  recentPuts: number;
+  onConflict: OnConflict;
+  busyWriter: boolean;
+  writerKeys: 'inside' | 'outside';
+  busySeconds: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { rows: 10_000_000, memoryLimit: '256MiB', threads: undefined, mergeThreads: undefined, compression: 'lz4', classicRows: null, dataDir: os.tmpdir(), json: false };
+  const a: Args = {
+    rows: null,
+    memoryLimit: '256MiB',
+    threads: undefined,
+    mergeThreads: undefined,
+    compression: 'lz4',
+    classicRows: null,
+    dataDir: os.tmpdir(),
+    json: false,
+    intoDb: false,
+    existingRows: 1_000_000,
+    overlap: 0.1,
+    recentPuts: 10_000,
+    onConflict: 'overwrite',
+    busyWriter: false,
+    writerKeys: 'inside',
+    busySeconds: 2,
+  };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = (): string => {
@@ -60,6 +98,25 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--classic-rows') a.classicRows = count();
     else if (k === '--data-dir') a.dataDir = v();
     else if (k === '--json') a.json = true;
+    else if (k === '--into-db') a.intoDb = true;
+    else if (k === '--existing-rows') a.existingRows = count();
+    else if (k === '--overlap') {
+      a.overlap = Number(v());
+      if (!(a.overlap >= 0 && a.overlap <= 1)) throw new Error('--overlap needs a fraction in [0, 1]');
+    } else if (k === '--recent-puts') a.recentPuts = count();
+    else if (k === '--on-conflict') {
+      const p = v();
+      if (p !== 'overwrite' && p !== 'abort' && p !== 'skip') throw new Error('--on-conflict needs overwrite, abort or skip');
+      a.onConflict = p;
+    } else if (k === '--busy-writer') a.busyWriter = true;
+    else if (k === '--writer-keys') {
+      const w = v();
+      if (w !== 'inside' && w !== 'outside') throw new Error('--writer-keys needs inside or outside');
+      a.writerKeys = w;
+    } else if (k === '--busy-seconds') {
+      a.busySeconds = Number(v());
+      if (!(a.busySeconds > 0)) throw new Error('--busy-seconds needs a positive number');
+    }
     else throw new Error(`unknown argument ${k}`);
   }
   return a;
@@ -80,13 +137,15 @@ function parseSize(s: string): number {
   return Math.floor(Number(m[1]) * mul);
 }
 
-function ensureCsv(a: Args): string {
-  const file = path.join(a.dataDir, `trades-${a.rows}.csv`);
+/** The trades CSV of `rows` rows (seed 42 from FIRST_TRADE_ID: the default one; else named by seed and first id). */
+function ensureCsv(dataDir: string, rows: number, seed = 42, firstTradeId = FIRST_TRADE_ID): string {
+  const variant = seed === 42 && firstTradeId === FIRST_TRADE_ID ? '' : `-seed${seed}-from${firstTradeId}`;
+  const file = path.join(dataDir, `trades-${rows}${variant}.csv`);
   if (!fs.existsSync(file)) {
-    process.stderr.write(`generating ${file} (${a.rows} rows)...\n`);
+    process.stderr.write(`generating ${file} (${rows} rows)...\n`);
     const tmp = `${file}.tmp`;
     const fd = fs.openSync(tmp, 'w');
-    writeTrades(fd, a.rows, 42, true);
+    writeTrades(fd, rows, seed, true, firstTradeId);
     fs.closeSync(fd);
     fs.renameSync(tmp, file);
   }
@@ -251,7 +310,12 @@ async function main(): Promise<void> {
     return;
   }
   const a = parseArgs(process.argv.slice(2));
-  const csv = ensureCsv(a);
+  if (a.intoDb) {
+    await intoDb(a);
+    return;
+  }
+  const rows = a.rows ?? 10_000_000;
+  const csv = ensureCsv(a.dataDir, rows);
   const inputBytes = fs.statSync(csv).size;
   const mb = inputBytes / 1e6;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-'));
@@ -281,7 +345,7 @@ async function main(): Promise<void> {
     // Same rows: a ratio of times. A prefix: a ratio of rates (rows/s), which is what it estimates.
     const classicOverOurs = typeof classic === 'string' ? null : classic.prefix ? oursRowsPerSecond / (classic.rows / classic.seconds) : classic.seconds / oursSeconds;
     const report = {
-      rows: a.rows,
+      rows,
       inputBytes,
       memoryLimit: a.memoryLimit,
       compression: a.compression,
@@ -317,7 +381,7 @@ async function main(): Promise<void> {
     const line = (name: string, s: number, rows: number, bytes: number): string =>
       `${name.padEnd(14)} ${s.toFixed(2).padStart(8)} s ${Math.round(rows / s).toLocaleString('en-US').padStart(12)} rows/s ${(bytes / 1e6 / s).toFixed(1).padStart(8)} MB/s`;
     const out: string[] = [];
-    out.push(`import bench: ${a.rows.toLocaleString('en-US')} trade rows, ${mb.toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}; load average ${loadBefore} before, ${loadAfter} after`);
+    out.push(`import bench: ${rows.toLocaleString('en-US')} trade rows, ${mb.toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}; load average ${loadBefore} before, ${loadAfter} after`);
     const ph = ours.phases;
     out.push(
       `${line('ingest import', oursSeconds, ours.rowsRead, inputBytes)}  (parse ${ph.parseSeconds}s, merge+write ${ph.mergeSeconds}s, publish ${ph.publishSeconds}s; ${ours.parseThreads} parse / ${ours.mergeThreads} merge threads, ${ours.runs} runs, ${ours.outputFileCount} files; peak RSS ${report.ours.peakRssMiB} MiB)`,
@@ -333,6 +397,53 @@ async function main(): Promise<void> {
     const classicText = r.classicLevelOverOurs === null ? 'n/a' : `${r.classicLevelOverOurs}${r.classicLevelRatioIsOfRates ? ' (ratio of rows/s: classic-level ran on a prefix)' : ''}`;
     out.push(`ratios: ours/peer time ${r.oursOverPeer ?? 'n/a'} (target <= 2); classic-level/ours ${classicText} (target >= 5); peer/classic-level rows/s ${r.classicLevelOverPeer ?? 'n/a'}; peak RSS ${report.ours.peakRssMiB} MiB (target <= 600)`);
     process.stdout.write(`${out.join('\n')}\n`);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** --into-db: bench/import-into-db.ts on the default CSV (last night) and a shifted one (tonight). */
+async function intoDb(a: Args): Promise<void> {
+  const importRows = a.rows ?? 1_000_000;
+  const overlapRows = Math.min(a.existingRows, Math.round(a.overlap * importRows));
+  const importFirstId = FIRST_TRADE_ID + a.existingRows - overlapRows;
+  const existingCsv = ensureCsv(a.dataDir, a.existingRows);
+  const importCsv = ensureCsv(a.dataDir, importRows, 43, importFirstId);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-into-db-'));
+  const loadBefore = loadAverage();
+  try {
+    const report = await runIntoDb({
+      existingCsv,
+      existingRows: a.existingRows,
+      importCsv,
+      importRows,
+      importFirstId,
+      recentPuts: a.recentPuts,
+      onConflict: a.onConflict,
+      busyWriter: a.busyWriter,
+      writerKeys: a.writerKeys,
+      busySeconds: a.busySeconds,
+      importOptions: {
+        inputs: [],
+        dialect: { delimiter: '|' },
+        header: true,
+        key: 't_id:int64',
+        valueFormat: 'raw',
+        memoryLimitBytes: parseSize(a.memoryLimit),
+        parseThreads: a.threads,
+        mergeThreads: a.mergeThreads,
+        sstOptions: { compression: a.compression === 'none' ? 0 : 4 },
+      },
+      workDir: work,
+    });
+    const loadAfter = loadAverage();
+    if (a.json) {
+      process.stdout.write(`${JSON.stringify({ ...report, loadAverage: { before: loadBefore, after: loadAfter } })}\n`);
+      return;
+    }
+    const lines = formatIntoDb(report);
+    lines.push(`load average ${loadBefore} before, ${loadAfter} after (other processes skew the figures)`);
+    process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

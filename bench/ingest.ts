@@ -36,6 +36,7 @@ import * as path from 'path';
 import { Engine } from '../src/engine/engine';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { IngestOptions, IngestionResult } from '../src/engine/ingest/ingestionJob';
+import { startBusyWriter } from './busy-writer';
 
 const BYTES_PER_MB = 1e6;
 const RECENT_PUTS = 10_000;
@@ -240,41 +241,20 @@ interface BusyResult {
 async function busy(baseDir: string, workDir: string, a: Args, scenario: string, files: { paths: string[] }, writerKey: (n: number) => number): Promise<BusyResult> {
   const e = await openRunCopy(baseDir, path.join(workDir, 'run'), a);
   const compactionsBefore = e.stats().compaction.count;
-  const maxWrites = 50_000_000;
-  const done = new Float64Array(1 << 24);
-  let count = 0;
-  let stop = false;
-  const t0 = process.hrtime.bigint();
-  const now = (): number => Number(process.hrtime.bigint() - t0) / 1e9;
-  const writer = (async () => {
-    const v = Buffer.alloc(100, 7);
-    for (let n = 0; !stop && n < maxWrites; n++) {
-      await e.put(key(writerKey(n)), v);
-      if (count < done.length) done[count++] = now();
-      if (n % WRITER_YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-    }
-  })();
+  const writer = startBusyWriter(e, { keyOf: (n) => key(writerKey(n)), value: Buffer.alloc(100, 7), yieldEveryWrites: WRITER_YIELD_EVERY });
   await new Promise((r) => setTimeout(r, a.busySeconds * 1000));
-  const ingestStart = now();
+  const ingestStart = writer.now();
   const result = await e.ingestExternalFiles(files.paths);
-  const ingestEnd = now();
+  const ingestEnd = writer.now();
   await new Promise((r) => setTimeout(r, a.busySeconds * 1000));
-  stop = true;
-  await writer;
-  const end = now();
+  await writer.stop();
+  const end = writer.now();
   const compactions = e.stats().compaction.count - compactionsBefore;
   await e.close();
 
-  const writesIn = (from: number, to: number): number => {
-    let n = 0;
-    for (let i = 0; i < count; i++) if (done[i] >= from && done[i] < to) n++;
-    return n;
-  };
-  let longestGap = 0;
-  for (let i = 1; i < count; i++) longestGap = Math.max(longestGap, done[i] - done[i - 1]);
-  const before = writesIn(0, ingestStart) / ingestStart;
-  const during = writesIn(ingestStart, ingestEnd) / (ingestEnd - ingestStart);
-  const after = writesIn(ingestEnd, end) / (end - ingestEnd);
+  const before = writer.rateIn(0, ingestStart);
+  const during = writer.rateIn(ingestStart, ingestEnd);
+  const after = writer.rateIn(ingestEnd, end);
   return {
     scenario,
     ingestSeconds: ingestEnd - ingestStart,
@@ -282,7 +262,7 @@ async function busy(baseDir: string, workDir: string, a: Args, scenario: string,
     writesPerSecondDuring: during,
     writesPerSecondAfter: after,
     dipPercent: 100 * (1 - during / before),
-    longestWriteGapMs: longestGap * 1000,
+    longestWriteGapMs: writer.longestGapMsIn(0, end),
     memtableFlushes: result.memtableFlushes,
     writesStopped: result.writesStopped,
     compactions,
