@@ -110,8 +110,10 @@ test(`every acknowledged batch survives ${ROUNDS} SIGKILLs, and no partial batch
     // The rounds must actually have written (and flushed) something worth checking.
     expect(totalAcked).toBeGreaterThan(ROUNDS * 5);
     expect(earlyKills).toBeGreaterThan(0);
+    // Flushes must have run (recovery then reads tables, not only WALs). Background compaction
+    // may have merged them into as little as one file, so only their existence is asserted.
     const tables = fs.readdirSync(dir).filter((f) => f.endsWith('.sst'));
-    expect(tables.length).toBeGreaterThan(2);
+    expect(tables.length).toBeGreaterThanOrEqual(1);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -36,6 +36,8 @@ export interface TableHandle {
 class Entry implements TableHandle {
   refs = 0;
   evicted = false;
+  /** When the entry last became idle (TableCache's release clock), for LRU eviction. */
+  lastReleaseTick = 0;
   private clipped: FragmentedTombstoneList | null = null;
   constructor(
     readonly fileNumber: number,
@@ -70,9 +72,14 @@ export class TableCache {
   private readonly dir: string;
   private readonly maxOpenFiles: number;
   private readonly blockCache: BlockCache | undefined;
-  /** Open readers; Map order is least-recently-released first among idle entries. */
+  /** Open readers by file number. */
   private readonly entries = new Map<number, Entry>();
   private idleCount = 0;
+  /**
+   * Counts releases, so idle entries order by lastReleaseTick. A clock rather than re-inserting
+   * into `entries` on every release: that Map churn cost ~10% of a cached point lookup.
+   */
+  private releaseTick = 0;
 
   constructor(dir: string, opts: TableCacheOptions) {
     assert(opts.maxOpenFiles >= 1, `maxOpenFiles must be >= 1, got ${opts.maxOpenFiles}`);
@@ -106,11 +113,9 @@ export class TableCache {
       e.reader.close();
       return;
     }
-    // Re-insert to make it the most recently used.
-    this.entries.delete(e.fileNumber);
-    this.entries.set(e.fileNumber, e);
+    e.lastReleaseTick = ++this.releaseTick;
     this.idleCount++;
-    this.trim();
+    if (this.entries.size > this.maxOpenFiles) this.trim();
   }
 
   /** Forgets a file that left the database. */
@@ -134,11 +139,16 @@ export class TableCache {
     for (const fileNumber of [...this.entries.keys()]) this.evict(fileNumber);
   }
 
+  /** Closes least recently released idle readers until at most maxOpenFiles are open (or none is idle). */
   private trim(): void {
-    if (this.entries.size <= this.maxOpenFiles) return;
-    for (const e of this.entries.values()) {
-      if (this.entries.size <= this.maxOpenFiles || this.idleCount === 0) break;
-      if (e.refs === 0) this.evict(e.fileNumber);
+    // A scan per eviction: only runs when a newly opened table pushes the count over the bound.
+    while (this.entries.size > this.maxOpenFiles && this.idleCount > 0) {
+      let victim: Entry | null = null;
+      for (const e of this.entries.values()) {
+        if (e.refs === 0 && (victim === null || e.lastReleaseTick < victim.lastReleaseTick)) victim = e;
+      }
+      if (victim === null) break;
+      this.evict(victim.fileNumber);
     }
   }
 }

@@ -91,12 +91,35 @@ export function lz4DecompressBlock(payload: Buffer, formatVersion: number): Buff
     size = Number(big);
     headerBytes = 8;
   }
-  const framed = Buffer.allocUnsafe(4 + payload.length - headerBytes);
-  framed.writeUInt32LE(size, 0);
-  payload.copy(framed, 4, headerBytes);
+  const framed = Buffer.allocUnsafe(LZ4_NAPI_SIZE_BYTES + payload.length - headerBytes);
+  payload.copy(framed, LZ4_NAPI_SIZE_BYTES, headerBytes);
+  return uncompressFramed(framed, 0, framed.length, size);
+}
+
+/** Bytes lz4-napi's size prefix takes (u32le), i.e. the room lz4DecompressBlockInPlace needs before a payload. */
+export const LZ4_NAPI_SIZE_BYTES = 4;
+
+/**
+ * lz4DecompressBlock without copying the payload: decodes `buf[start, end)` by writing lz4-napi's
+ * u32le size prefix over the bytes just before the LZ4 body, i.e. over the size header and, when
+ * the header is shorter than 4 bytes (the usual 2-byte varint), over up to 4 bytes before `start`.
+ * So the caller must own `buf[start - LZ4_NAPI_SIZE_BYTES, end)`, and the payload is destroyed:
+ * verify its checksum first. Returns a new buffer (it can be kept, e.g. in the block cache).
+ */
+export function lz4DecompressBlockInPlace(buf: Buffer, start: number, end: number, formatVersion: number): Buffer {
+  if (start < LZ4_NAPI_SIZE_BYTES || end > buf.length || start > end) throw new RangeError(`LZ4 payload [${start}, ${end}) leaves no room for the size prefix`);
+  if (formatVersion < 2) return lz4DecompressBlock(buf.subarray(start, end), formatVersion);
+  const size = readVarint32(buf, start, end);
+  const bodyStart = decoded.offset;
+  return uncompressFramed(buf, bodyStart - LZ4_NAPI_SIZE_BYTES, end, size);
+}
+
+/** Writes the u32le `size` at `buf[frameStart]` and decodes `buf[frameStart, end)` with lz4-napi. */
+function uncompressFramed(buf: Buffer, frameStart: number, end: number, size: number): Buffer {
+  buf.writeUInt32LE(size, frameStart);
   let out: Buffer;
   try {
-    out = uncompressSync(framed);
+    out = uncompressSync(frameStart === 0 && end === buf.length ? buf : buf.subarray(frameStart, end));
   } catch (e) {
     throw new RangeError(`LZ4 payload does not decode: ${(e as Error).message}`);
   }

@@ -36,7 +36,7 @@ import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../ite
 import { perf } from '../perfContext';
 import { decoded, readVarint32, readVarint64, zigzagDecode } from '../../util/coding';
 import { CorruptionError, assert } from '../../util/errors';
-import { compareByteRanges } from '../keyCompare';
+import { compareByteRanges, compareInternalKeyRanges } from '../keyCompare';
 import { BLOCK_TRAILER_BYTES } from '../../sstwriter/checksum';
 import { TRAILER_BYTES, writeTrailer } from '../../sstwriter/internalKey';
 
@@ -187,6 +187,14 @@ export interface BlockIteratorOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+const enum KnownOrder {
+  Other = 0,
+  Internal = 1,
+  Bytewise = 2,
+}
+const NO_INT32S = new Int32Array(0);
+const NO_FLOAT64S = new Float64Array(0);
 const INITIAL_KEY_CAPACITY_BYTES = 64;
 const INITIAL_INTERVAL_ENTRIES = 16;
 
@@ -196,6 +204,8 @@ export class BlockIterator implements InternalIterator {
   /** End of the entry area. */
   private limit = 0;
   private readonly order: KeyOrder;
+  /** `order` when it is one of the two engine orders, called directly (see compare()). */
+  private readonly knownOrder: KnownOrder;
   private readonly valueFormat: BlockValueFormat;
   private readonly minKeyBytes: number;
   private readonly globalSeqno: number;
@@ -207,14 +217,18 @@ export class BlockIterator implements InternalIterator {
   /** Raw key of the current entry (trailer possibly patched, see `patched`). */
   private keyBuf: Buffer = Buffer.allocUnsafe(INITIAL_KEY_CAPACITY_BYTES);
   private keyLength = 0;
+  /**
+   * A view of keyBuf[0, length): kept across moves while the key length stays (keys are often
+   * all one size), since a view only promises the current key anyway; null after keyBuf grows.
+   */
   private keyView: Buffer | null = null;
   private valueView: Buffer | null = null;
   /**
    * Global seqno as the 7 sequence bytes of a trailer (trailer byte 0 is the type, kept), and the
    * key's original sequence bytes while keyBuf carries the patched ones.
    */
-  private readonly seqnoBytes = Buffer.alloc(TRAILER_BYTES);
-  private readonly savedSeqnoBytes = Buffer.alloc(TRAILER_BYTES);
+  private readonly seqnoBytes: Buffer = EMPTY;
+  private readonly savedSeqnoBytes: Buffer = EMPTY;
   private patched = false;
   /** Set by findLastRestartBelow: the restart whose key equals the target, or -1. */
   private exactRestart = -1;
@@ -224,26 +238,33 @@ export class BlockIterator implements InternalIterator {
   handleSize = 0;
 
   // Cache of one restart interval's entries, for prev(). Keys are copied raw into cacheKeys.
+  // Allocated on the first backward move: most iterators (point lookups, forward scans, one
+  // per table per seek) never make one.
   private cacheCount = 0;
   /** Index of the current entry in the cache, or -1 when the cache does not describe it. */
   private cacheIndex = -1;
-  private cacheEntryOffsets: Int32Array = new Int32Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheValueStarts: Int32Array = new Int32Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheValueEnds: Int32Array = new Int32Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheKeyStarts: Int32Array = new Int32Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheKeyLengths: Int32Array = new Int32Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheHandleOffsets: Float64Array = new Float64Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheHandleSizes: Float64Array = new Float64Array(INITIAL_INTERVAL_ENTRIES);
-  private cacheKeys: Buffer = Buffer.allocUnsafe(INITIAL_KEY_CAPACITY_BYTES * INITIAL_INTERVAL_ENTRIES);
+  private cacheEntryOffsets: Int32Array = NO_INT32S;
+  private cacheValueStarts: Int32Array = NO_INT32S;
+  private cacheValueEnds: Int32Array = NO_INT32S;
+  private cacheKeyStarts: Int32Array = NO_INT32S;
+  private cacheKeyLengths: Int32Array = NO_INT32S;
+  private cacheHandleOffsets: Float64Array = NO_FLOAT64S;
+  private cacheHandleSizes: Float64Array = NO_FLOAT64S;
+  private cacheKeys: Buffer = EMPTY;
   private cacheKeysLength = 0;
 
   constructor(block: Block | null, options: BlockIteratorOptions) {
     this.order = options.order;
+    this.knownOrder = options.order === compareInternalKeyRanges ? KnownOrder.Internal : options.order === compareByteRanges ? KnownOrder.Bytewise : KnownOrder.Other;
     this.valueFormat = options.valueFormat ?? BlockValueFormat.Raw;
     this.minKeyBytes = options.internalKeys ? TRAILER_BYTES : 0;
     this.globalSeqno = options.globalSeqno ?? -1;
     assert(this.globalSeqno < 0 || this.minKeyBytes === TRAILER_BYTES, 'a global seqno applies to internal keys only');
-    if (this.globalSeqno >= 0) writeTrailer(this.seqnoBytes, 0, this.globalSeqno, 0);
+    if (this.globalSeqno >= 0) {
+      this.seqnoBytes = Buffer.alloc(TRAILER_BYTES);
+      this.savedSeqnoBytes = Buffer.alloc(TRAILER_BYTES);
+      writeTrailer(this.seqnoBytes, 0, this.globalSeqno, 0);
+    }
     if (block !== null) this.reset(block);
   }
 
@@ -264,7 +285,7 @@ export class BlockIterator implements InternalIterator {
   }
 
   key(): Buffer {
-    if (this.keyView === null) this.keyView = this.keyBuf.subarray(0, this.keyLength);
+    if (this.keyView === null || this.keyView.length !== this.keyLength) this.keyView = this.keyBuf.subarray(0, this.keyLength);
     return this.keyView;
   }
 
@@ -289,7 +310,7 @@ export class BlockIterator implements InternalIterator {
   /** Compares the current key with `other[start, start + length)` under the iterator's order. Counts one comparison. */
   compareKeyTo(other: Buffer, start = 0, length = other.length - start): number {
     perf.keyComparisons++;
-    return this.order(this.keyBuf, 0, this.keyLength, other, start, length);
+    return this.compare(this.keyBuf, 0, this.keyLength, other, start, length);
   }
 
   first(): void {
@@ -444,7 +465,7 @@ export class BlockIterator implements InternalIterator {
     const keyLength = block.restartKeyLength;
     if (keyLength < this.minKeyBytes) throw block.corruption(block.restartPoint(i), `internal key of ${keyLength} bytes is shorter than its trailer`);
     perf.keyComparisons++;
-    if (this.globalSeqno < 0) return this.order(this.data, p, keyLength, target, 0, target.length);
+    if (this.globalSeqno < 0) return this.compare(this.data, p, keyLength, target, 0, target.length);
     // Compare as presented, with the global seqno in the trailer, without copying the key:
     // user keys first, then the trailers from the most significant byte down (descending order).
     const userKeyLength = keyLength - TRAILER_BYTES;
@@ -457,6 +478,21 @@ export class BlockIterator implements InternalIterator {
       if (ours !== theirs) return ours > theirs ? -1 : 1;
     }
     return 0;
+  }
+
+  /**
+   * `order`, with the engine's two orders called by name: a call through the field sees several
+   * functions across iterators and stays an indirect call on the hottest path of every search.
+   */
+  private compare(a: Buffer, aStart: number, aLength: number, b: Buffer, bStart: number, bLength: number): number {
+    switch (this.knownOrder) {
+      case KnownOrder.Internal:
+        return compareInternalKeyRanges(a, aStart, aLength, b, bStart, bLength);
+      case KnownOrder.Bytewise:
+        return compareByteRanges(a, aStart, aLength, b, bStart, bLength);
+      default:
+        return this.order(a, aStart, aLength, b, bStart, bLength);
+    }
   }
 
   private varint32At(p: number, entryOffset: number): number {
@@ -566,11 +602,11 @@ export class BlockIterator implements InternalIterator {
     const next = Buffer.allocUnsafe(Math.max(neededBytes, 2 * this.keyBuf.length));
     this.keyBuf.copy(next, 0, 0, keepBytes);
     this.keyBuf = next;
+    this.keyView = null;
   }
 
   /** Publishes the decoded entry: drops stale views and applies the global seqno. */
   private finishPosition(): void {
-    this.keyView = null;
     this.valueView = null;
     if (this.globalSeqno >= 0) {
       // Byte-wise: an 8-byte Buffer#copy costs more than the loop. Keys already carrying the
@@ -634,7 +670,7 @@ export class BlockIterator implements InternalIterator {
     if (i === this.cacheEntryOffsets.length) this.growCache();
     const keyLength = this.keyLength;
     if (this.cacheKeysLength + keyLength > this.cacheKeys.length) {
-      const next = Buffer.allocUnsafe(Math.max(this.cacheKeysLength + keyLength, 2 * this.cacheKeys.length));
+      const next = Buffer.allocUnsafe(Math.max(this.cacheKeysLength + keyLength, 2 * this.cacheKeys.length, INITIAL_KEY_CAPACITY_BYTES * INITIAL_INTERVAL_ENTRIES));
       this.cacheKeys.copy(next, 0, 0, this.cacheKeysLength);
       this.cacheKeys = next;
     }
@@ -651,7 +687,7 @@ export class BlockIterator implements InternalIterator {
   }
 
   private growCache(): void {
-    const n = this.cacheEntryOffsets.length * 2;
+    const n = Math.max(INITIAL_INTERVAL_ENTRIES, this.cacheEntryOffsets.length * 2);
     const grow32 = (a: Int32Array): Int32Array => {
       const b = new Int32Array(n);
       b.set(a);

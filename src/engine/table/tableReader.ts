@@ -36,7 +36,7 @@ import { compareByteRanges, compareInternalKeyRanges } from '../keyCompare';
 import { BlockHandle, readBlockHandle, readVarint32, decoded } from '../../util/coding';
 import { CorruptionError, IngestError } from '../../util/errors';
 import { BLOCK_TRAILER_BYTES, computeBlockChecksum } from '../../sstwriter/checksum';
-import { CompressionType, compressionName, lz4DecompressBlock } from '../../sstwriter/compression';
+import { CompressionType, compressionName, LZ4_NAPI_SIZE_BYTES, lz4DecompressBlockInPlace } from '../../sstwriter/compression';
 import { decodeFooter, Footer } from '../../sstwriter/footer';
 import {
   FOOTER_BYTES,
@@ -46,7 +46,7 @@ import {
   MIN_SUPPORTED_FORMAT_VERSION,
   Prop,
 } from '../../sstwriter/format';
-import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType } from '../../sstwriter/internalKey';
+import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../../sstwriter/internalKey';
 import { decodePropertyMap, TableProperties } from '../../sstwriter/properties';
 import { Block, BlockIterator, BlockValueFormat, KeyOrder } from './block';
 import { BlockCache, BlockCacheHandle } from './blockCache';
@@ -83,6 +83,11 @@ export interface RangeTombstone {
  * only stops a corrupt handle or size header from asking for an absurd allocation.
  */
 export const MAX_BLOCK_BYTES = 1 << 30;
+/**
+ * Largest read, in bytes, that goes through a reader's reusable scratch buffer (so each open
+ * reader may hold this much); larger blocks (big filters, huge index blocks) get their own.
+ */
+const READ_SCRATCH_MAX_BYTES = 256 * 1024;
 /** LZ4 cannot expand its input by more than this factor; a larger size header is corrupt. */
 const LZ4_MAX_EXPANSION = 255;
 const BYTEWISE_COMPARATOR = 'leveldb.BytewiseComparator';
@@ -124,6 +129,10 @@ export class TableReader implements TableBlockSource {
   private readonly blockCache: BlockCache | null;
   private readonly cacheId: number;
   private fd: number;
+  /** Where readRawBlock() reads blocks of up to READ_SCRATCH_MAX_BYTES; grows on demand. */
+  private readScratch: Buffer = Buffer.alloc(0);
+  /** get()'s seek target (see pointSeekKey). */
+  private seekKeyBuf: Buffer = Buffer.alloc(0);
   /** Reused by get(): iterators carry key buffers worth keeping. */
   private pointIterator: TableIterator | null = null;
 
@@ -190,7 +199,7 @@ export class TableReader implements TableBlockSource {
     if (this.pointIterator === null) this.pointIterator = this.newIterator();
     const it = this.pointIterator;
     try {
-      it.seekGE(makeInternalKey(userKey, readSeq, ValueType.Seek));
+      it.seekGE(this.pointSeekKey(userKey, readSeq));
       if (!it.valid()) return null;
       const key = it.key();
       const userKeyLength = key.length - TRAILER_BYTES;
@@ -199,6 +208,16 @@ export class TableReader implements TableBlockSource {
     } finally {
       it.unpin();
     }
+  }
+
+  /** (userKey, readSeq, Seek) in a buffer reused by get(): seek targets are only read during the seek. */
+  private pointSeekKey(userKey: Uint8Array, readSeq: number): Buffer {
+    const n = userKey.length + TRAILER_BYTES;
+    if (this.seekKeyBuf.length < n) this.seekKeyBuf = Buffer.allocUnsafe(Math.max(n, 2 * this.seekKeyBuf.length));
+    const buf = this.seekKeyBuf;
+    for (let i = 0; i < userKey.length; i++) buf[i] = userKey[i];
+    writeTrailer(buf, userKey.length, readSeq, ValueType.Seek);
+    return buf.length === n ? buf : buf.subarray(0, n);
   }
 
   /** False only if the filter proves `userKey` absent. Counts bloomChecks / bloomNegatives. */
@@ -477,30 +496,50 @@ export class TableReader implements TableBlockSource {
 
   private readAt(position: number, length: number): Buffer {
     const buf = Buffer.allocUnsafe(length);
+    this.readInto(buf, 0, position, length);
+    return buf;
+  }
+
+  /** Reads `length` bytes at file offset `position` into `buf[offset, offset + length)`. */
+  private readInto(buf: Buffer, offset: number, position: number, length: number): void {
     let done = 0;
     while (done < length) {
       let n: number;
       try {
-        n = fs.readSync(this.fd, buf, done, length - done, position + done);
+        n = fs.readSync(this.fd, buf, offset + done, length - done, position + done);
       } catch (e) {
         throw new IngestError('IO', `cannot read ${length} bytes at offset ${position} of ${this.path}: ${(e as Error).message}`, { cause: e });
       }
       if (n === 0) throw new CorruptionError(this.path, position, `file ends ${length - done} bytes early`);
       done += n;
     }
-    return buf;
   }
 
-  /** Reads a block and its 5-byte trailer, unverified, after checking the handle lies inside the file. */
+  /**
+   * Reads a block and its 5-byte trailer, unverified, after checking the handle lies inside the
+   * file. The result is only valid until the next read: blocks up to READ_SCRATCH_MAX_BYTES land
+   * in the reader's scratch buffer (a fresh 4 KiB+ Buffer per read costs more than the read
+   * itself), so decompress() copies what it returns out of it. The LZ4_NAPI_SIZE_BYTES bytes
+   * before the result belong to the reader too: decompress() frames LZ4 payloads in place there.
+   */
   private readRawBlock(handle: BlockHandle, kind: BlockKind): Buffer {
     this.checkOpen();
     const blocksEnd = this.fileSizeBytes - this.footer.footerBytes;
     if (handle.size > MAX_BLOCK_BYTES || handle.offset + handle.size + BLOCK_TRAILER_BYTES > blocksEnd) {
       throw new CorruptionError(this.path, handle.offset, `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`);
     }
-    const buf = this.readAt(handle.offset, handle.size + BLOCK_TRAILER_BYTES);
-    perf.blockBytesRead += buf.length;
-    return buf;
+    const length = handle.size + BLOCK_TRAILER_BYTES;
+    const frameBytes = LZ4_NAPI_SIZE_BYTES + length;
+    let frame: Buffer;
+    if (frameBytes <= READ_SCRATCH_MAX_BYTES) {
+      if (this.readScratch.length < frameBytes) this.readScratch = Buffer.allocUnsafe(Math.min(READ_SCRATCH_MAX_BYTES, Math.max(frameBytes, 2 * this.readScratch.length)));
+      frame = this.readScratch;
+    } else {
+      frame = Buffer.allocUnsafe(frameBytes);
+    }
+    this.readInto(frame, LZ4_NAPI_SIZE_BYTES, handle.offset, length);
+    perf.blockBytesRead += length;
+    return frame.subarray(LZ4_NAPI_SIZE_BYTES, frameBytes);
   }
 
   private checksumMatches(buf: Buffer, size: number): boolean {
@@ -521,17 +560,23 @@ export class TableReader implements TableBlockSource {
     return this.decompress(buf, handle, kind);
   }
 
+  /**
+   * The contents of a block from readRawBlock() in memory of their own (blocks outlive the
+   * scratch buffer: the cache and iterators keep them). Destroys an LZ4 payload's size header.
+   */
   private decompress(buf: Buffer, handle: BlockHandle, kind: BlockKind): Buffer {
     const type = buf[handle.size];
     const payload = buf.subarray(0, handle.size);
     switch (type) {
       case CompressionType.None:
-        return payload;
+        return payload.buffer === this.readScratch.buffer ? Buffer.from(payload) : payload;
       case CompressionType.LZ4:
       case CompressionType.LZ4HC: {
         this.checkLz4SizeHeader(payload, handle, kind);
         try {
-          return lz4DecompressBlock(payload, this.footer.formatVersion);
+          // readRawBlock left LZ4_NAPI_SIZE_BYTES of room before the payload.
+          const frame = Buffer.from(buf.buffer, buf.byteOffset - LZ4_NAPI_SIZE_BYTES, LZ4_NAPI_SIZE_BYTES + handle.size);
+          return lz4DecompressBlockInPlace(frame, LZ4_NAPI_SIZE_BYTES, frame.length, this.footer.formatVersion);
         } catch (e) {
           throw new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${(e as Error).message}`);
         }

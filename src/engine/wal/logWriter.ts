@@ -1,13 +1,23 @@
 /**
  * Appends logical records to a log file in the log format (see logFormat.ts).
  *
- * Contract: `addRecord` fragments the payload across 32 KiB blocks, writes all of its physical
- * records with one positioned write, and, when the writer was opened with `sync`, fdatasyncs
- * before returning, so a returned `addRecord` under `sync` is durable. Without `sync` the record
- * is in the OS page cache on return: it survives a process crash but not a machine crash.
+ * Contract: `addRecord` fragments the payload across 32 KiB blocks into physical records.
+ * - Opened with `sync`, the writer writes them with one positioned write and fdatasyncs before
+ *   returning, so a returned `addRecord` is durable (the MANIFEST's mode).
+ * - Otherwise records are buffered in memory (RocksDB's manual_wal_flush, Pebble's log writer):
+ *   one write syscall per record was most of the cost of a small unsynced put. The buffer goes to
+ *   the file when WRITE_BUFFER_BYTES fill up, on `sync()` (which then fdatasyncs, so a synced
+ *   write of the engine is durable when it returns, with everything logged before it), on
+ *   `flush()` and `close()`, and at the end of the event-loop turn that logged the record
+ *   (setImmediate). So an unsynced record reaches the OS page cache within one turn of the event
+ *   loop, or at once if a synchronous loop of writes fills the buffer: a process crash in that
+ *   window loses the last unsynced records, which RocksDB with manual_wal_flush and a machine
+ *   crash without sync both allow too. A lost tail is a whole number of records (writes go out
+ *   in record order), which recovery reads as an ordinary end of log.
  * A failed write leaves the tail of the file unknown; the writer then refuses further records
  * (the caller must switch to a new log), because appending after a torn record would turn a
- * droppable tail into corruption in the middle.
+ * droppable tail into corruption in the middle. A failure in the end-of-turn write has no
+ * caller to throw to: it surfaces at the next addRecord, flush, sync or close.
  */
 import * as fs from 'fs';
 import { IngestError, assert } from '../../util/errors';
@@ -26,13 +36,20 @@ export interface LogWriterOptions {
 
 /** Scratch space kept between records; larger records get a one-off buffer. */
 const RETAINED_SCRATCH_BYTES = 1024 * 1024;
+/** Unsynced records wait in memory up to this many bytes; a record at least this big goes straight out. */
+export const WRITE_BUFFER_BYTES = 64 * 1024;
 
 export class LogWriter {
   readonly path: string;
   private fd: number;
   private readonly syncEachRecord: boolean;
-  /** Bytes written to the file so far. */
+  /** Bytes logged so far, buffered ones included (the logical end of the log). */
   private fileOffsetBytes = 0;
+  /** Records not yet written: they belong at file offset fileOffsetBytes - pendingBytes. */
+  private readonly pending: Buffer;
+  private pendingBytes = 0;
+  /** The end-of-turn write, while one is scheduled. */
+  private scheduledFlush: NodeJS.Immediate | null = null;
   private scratch: Buffer = Buffer.allocUnsafe(64 * 1024);
   private failed: Error | null = null;
   /** fdatasyncs issued so far (a statistic, and how tests see that `sync` is honoured). */
@@ -42,6 +59,7 @@ export class LogWriter {
     this.path = path;
     this.fd = fd;
     this.syncEachRecord = syncEachRecord;
+    this.pending = syncEachRecord ? Buffer.alloc(0) : Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
   }
 
   /** Creates a new, empty log file; the file must not exist. */
@@ -73,28 +91,73 @@ export class LogWriter {
     }
     const out = this.encode(payload);
     const recordOffset = this.fileOffsetBytes;
-    try {
-      let written = 0;
-      while (written < out.length) {
-        written += fs.writeSync(this.fd, out, written, out.length - written, recordOffset + written);
-      }
-      if (this.syncEachRecord) {
+    if (!this.syncEachRecord && out.length < WRITE_BUFFER_BYTES) {
+      if (this.pendingBytes + out.length > WRITE_BUFFER_BYTES) this.flush();
+      out.copy(this.pending, this.pendingBytes);
+      this.pendingBytes += out.length;
+      this.fileOffsetBytes += out.length;
+      if (this.scheduledFlush === null) this.scheduledFlush = setImmediate(this.flushAtEndOfTurn);
+      return recordOffset;
+    }
+    this.flush();
+    this.writeAt(out, 0, out.length, recordOffset);
+    if (this.syncEachRecord) {
+      try {
         fs.fdatasyncSync(this.fd);
-        this.syncCount++;
+      } catch (err) {
+        this.failed = err as Error;
+        throw new IngestError('IO', `fdatasync of log ${this.path} failed: ${(err as Error).message}`, { cause: err });
       }
-    } catch (err) {
-      this.failed = err as Error;
-      throw new IngestError('IO', `write to log ${this.path} at offset ${recordOffset} failed: ${(err as Error).message}`, {
-        cause: err,
-      });
+      this.syncCount++;
     }
     this.fileOffsetBytes += out.length;
     return recordOffset;
   }
 
-  /** Makes everything written so far durable. */
-  sync(): void {
+  /** Writes the buffered records to the file (not durably: see sync()). */
+  flush(): void {
     assert(this.fd >= 0, `log ${this.path} is closed`);
+    if (this.failed !== null) {
+      throw new IngestError('IO', `log ${this.path} failed earlier and accepts no more records`, { cause: this.failed });
+    }
+    if (this.scheduledFlush !== null) {
+      clearImmediate(this.scheduledFlush);
+      this.scheduledFlush = null;
+    }
+    if (this.pendingBytes === 0) return;
+    const n = this.pendingBytes;
+    this.pendingBytes = 0;
+    this.writeAt(this.pending, 0, n, this.fileOffsetBytes - n);
+  }
+
+  /** The end-of-turn write (bound once, so scheduling allocates no closure). */
+  private readonly flushAtEndOfTurn = (): void => {
+    this.scheduledFlush = null;
+    if (this.fd < 0 || this.failed !== null) return;
+    try {
+      this.flush();
+    } catch {
+      // Recorded in `failed`; the next call on the writer reports it.
+    }
+  };
+
+  private writeAt(buf: Buffer, start: number, end: number, fileOffset: number): void {
+    try {
+      let written = 0;
+      while (start + written < end) {
+        written += fs.writeSync(this.fd, buf, start + written, end - start - written, fileOffset + written);
+      }
+    } catch (err) {
+      this.failed = err as Error;
+      throw new IngestError('IO', `write to log ${this.path} at offset ${fileOffset} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+
+  /** Makes everything logged so far durable (buffered records are written first). */
+  sync(): void {
+    this.flush();
     try {
       fs.fdatasyncSync(this.fd);
       this.syncCount++;
@@ -103,11 +166,18 @@ export class LogWriter {
     }
   }
 
+  /** Writes the buffered records and closes the file; a failed write still closes it, then throws. */
   close(): void {
     if (this.fd < 0) return;
-    const fd = this.fd;
-    this.fd = -1;
-    fs.closeSync(fd);
+    try {
+      if (this.failed === null) this.flush();
+    } finally {
+      if (this.scheduledFlush !== null) clearImmediate(this.scheduledFlush);
+      this.scheduledFlush = null;
+      const fd = this.fd;
+      this.fd = -1;
+      fs.closeSync(fd);
+    }
   }
 
   /**
