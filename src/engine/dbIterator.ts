@@ -41,7 +41,7 @@ import { InternalIterator } from './iterator';
 import { BoundedInternalIterator } from './boundedIterator';
 import { compareByteRanges } from './keyCompare';
 import { perf } from './perfContext';
-import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../sstwriter/internalKey';
+import { SeekKeyBuilder, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType } from '../sstwriter/internalKey';
 import { assert } from '../util/errors';
 import { RangeDelAggregator, RangeDelDirection } from './rangedel/rangeDelAggregator';
 
@@ -106,7 +106,7 @@ export class DbIterator {
   private savedSequence = 0;
   /** Since the last seekGE: moved only forward, and no internal reseek (trySeekUsingNext allowed). */
   private trySeekAllowed = false;
-  private seekKeyBuf: Buffer = Buffer.allocUnsafe(64);
+  private readonly seekKeys = new SeekKeyBuilder();
   private closed = false;
   private readonly rangeDel: RangeDelAggregator;
 
@@ -262,16 +262,8 @@ export class DbIterator {
     assert(!this.closed, 'DbIterator used after close()');
   }
 
-  /**
-   * (userKey, seq, Seek) in a reused buffer: the first internal key of userKey visible at seq.
-   * Children use a seek target only during the call, so reuse is safe.
-   */
   private seekKey(userKey: Buffer, seq: number): Buffer {
-    const n = userKey.length + TRAILER_BYTES;
-    if (this.seekKeyBuf.length < n) this.seekKeyBuf = Buffer.allocUnsafe(2 * n);
-    userKey.copy(this.seekKeyBuf, 0);
-    writeTrailer(this.seekKeyBuf, userKey.length, seq, ValueType.Seek);
-    return this.seekKeyBuf.subarray(0, n);
+    return this.seekKeys.build(userKey, seq);
   }
 
   /**

@@ -35,7 +35,8 @@
  *
  * Recovery (open): take the LOCK, replay the manifest, replay every WAL at or after the
  * manifest's log number into a memtable (a torn tail is dropped, corruption in the middle is an
- * error), then start a fresh WAL and a fresh manifest. If the replayed data outgrew one write
+ * error), then start a fresh WAL and a fresh manifest, delete files no state refers to, and
+ * remove the scratch directories of importers that died (scratchDirs.ts). If the replayed data outgrew one write
  * buffer it is flushed to L0 right away, so that a WAL is always retired whole; otherwise it stays
  * in the memtable and its WALs stay live. close() flushes nothing: it stops a running flush (its
  * partial file is deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
@@ -43,10 +44,11 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { IngestError, assert } from '../util/errors';
-import { TRAILER_BYTES, ValueType, writeTrailer } from '../sstwriter/internalKey';
+import { SeekKeyBuilder, ValueType } from '../sstwriter/internalKey';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
 import { BlockCache } from './table/blockCache';
 import { DbLock } from './lockFile';
+import { removeAbandonedScratchDirs } from './scratchDirs';
 import { FileKind, logFileName, manifestFileName, parseFileName, tableFileName } from './fileNames';
 import { removeIfExists, syncDir } from './durableFs';
 import { BYTEWISE_COMPARATOR_NAME, ManifestState, emptyManifestState, recoverManifest } from './manifest';
@@ -236,7 +238,7 @@ export class Engine {
   private readonly lookup: LookupValue = { value: null, seq: 0 };
   /** getFromFile's second result when it finds nothing (see there). */
   private coveringSeqAfterFile = 0;
-  private seekKeyBuf = Buffer.allocUnsafe(64);
+  private readonly seekKeys = new SeekKeyBuilder();
 
   private constructor(
     dir: string,
@@ -385,6 +387,7 @@ export class Engine {
       const e = engine;
       obsoleteHandler = (n) => e.deleteObsoleteTable(n);
       e.deleteObsoleteFiles(names);
+      removeAbandonedScratchDirs(dir, names);
       closeOnFailure = [];
       // The recovered levels may already call for compaction.
       e.compactions.maybeSchedule();
@@ -953,11 +956,7 @@ export class Engine {
   }
 
   private seekKey(userKey: Buffer, seq: number): Buffer {
-    const n = userKey.length + TRAILER_BYTES;
-    if (this.seekKeyBuf.length < n) this.seekKeyBuf = Buffer.allocUnsafe(2 * n);
-    userKey.copy(this.seekKeyBuf, 0);
-    writeTrailer(this.seekKeyBuf, userKey.length, seq, ValueType.Seek);
-    return this.seekKeyBuf.subarray(0, n);
+    return this.seekKeys.build(userKey, seq);
   }
 }
 

@@ -113,3 +113,22 @@ export function formatKey(key: Uint8Array): string {
   }
   return JSON.stringify(Buffer.from(key).toString('latin1'));
 }
+
+/**
+ * Builds seek keys (userKey, seq, Seek) — the first internal key of `userKey` visible at `seq` —
+ * in one reused buffer, so point lookups and seeks allocate nothing. The returned view is valid
+ * until the next build(): seek targets are only read during the seek that receives them.
+ */
+export class SeekKeyBuilder {
+  private buf: Buffer = Buffer.allocUnsafe(64);
+
+  build(userKey: Uint8Array, seq: number): Buffer {
+    const n = userKey.length + TRAILER_BYTES;
+    if (this.buf.length < n) this.buf = Buffer.allocUnsafe(Math.max(n, 2 * this.buf.length));
+    const buf = this.buf;
+    // A byte loop beats Buffer#set for the short keys lookups use.
+    for (let i = 0; i < userKey.length; i++) buf[i] = userKey[i];
+    writeTrailer(buf, userKey.length, seq, ValueType.Seek);
+    return buf.subarray(0, n);
+  }
+}

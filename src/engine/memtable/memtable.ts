@@ -20,7 +20,7 @@
  */
 import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
 import { SkipList } from './skiplist';
-import { TRAILER_BYTES, ValueType, sequenceOf, writeTrailer } from '../../sstwriter/internalKey';
+import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../sstwriter/internalKey';
 import { compareByteRanges } from '../keyCompare';
 import { assert } from '../../util/errors';
 import { FragmentedTombstoneList, fragmentTombstones } from '../rangedel/fragmenter';
@@ -50,15 +50,11 @@ export interface MemtableOptions {
   initialArenaBytes?: number;
 }
 
-/** Scratch for building seek keys without allocating per lookup; grows to the largest key seen. */
-let seekKeyScratch = Buffer.allocUnsafe(256);
+/** Seek keys for lookups, built without allocating (one builder: JS runs one lookup at a time). */
+const seekKeys = new SeekKeyBuilder();
 
 function seekKey(userKey: Uint8Array, seq: number): Buffer {
-  const n = userKey.length + TRAILER_BYTES;
-  if (seekKeyScratch.length < n) seekKeyScratch = Buffer.allocUnsafe(Math.max(n, seekKeyScratch.length * 2));
-  seekKeyScratch.set(userKey, 0);
-  writeTrailer(seekKeyScratch, userKey.length, seq, ValueType.Seek);
-  return seekKeyScratch.subarray(0, n);
+  return seekKeys.build(userKey, seq);
 }
 
 export class Memtable {

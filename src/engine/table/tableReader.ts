@@ -46,7 +46,7 @@ import {
   MIN_SUPPORTED_FORMAT_VERSION,
   Prop,
 } from '../../sstwriter/format';
-import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../../sstwriter/internalKey';
+import { SeekKeyBuilder, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType } from '../../sstwriter/internalKey';
 import { decodePropertyMap, TableProperties } from '../../sstwriter/properties';
 import { Block, BlockIterator, BlockValueFormat, KeyOrder } from './block';
 import { BlockCache, BlockCacheHandle } from './blockCache';
@@ -132,7 +132,7 @@ export class TableReader implements TableBlockSource {
   /** Where readRawBlock() reads blocks of up to READ_SCRATCH_MAX_BYTES; grows on demand. */
   private readScratch: Buffer = Buffer.alloc(0);
   /** get()'s seek target (see pointSeekKey). */
-  private seekKeyBuf: Buffer = Buffer.alloc(0);
+  private readonly seekKeys = new SeekKeyBuilder();
   /** Reused by get(): iterators carry key buffers worth keeping. */
   private pointIterator: TableIterator | null = null;
 
@@ -210,14 +210,8 @@ export class TableReader implements TableBlockSource {
     }
   }
 
-  /** (userKey, readSeq, Seek) in a buffer reused by get(): seek targets are only read during the seek. */
   private pointSeekKey(userKey: Uint8Array, readSeq: number): Buffer {
-    const n = userKey.length + TRAILER_BYTES;
-    if (this.seekKeyBuf.length < n) this.seekKeyBuf = Buffer.allocUnsafe(Math.max(n, 2 * this.seekKeyBuf.length));
-    const buf = this.seekKeyBuf;
-    for (let i = 0; i < userKey.length; i++) buf[i] = userKey[i];
-    writeTrailer(buf, userKey.length, readSeq, ValueType.Seek);
-    return buf.length === n ? buf : buf.subarray(0, n);
+    return this.seekKeys.build(userKey, readSeq);
   }
 
   /** False only if the filter proves `userKey` absent. Counts bloomChecks / bloomNegatives. */
