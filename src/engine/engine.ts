@@ -36,9 +36,9 @@
  * Recovery (open): take the LOCK, replay the manifest, replay every WAL at or after the
  * manifest's log number into a memtable (a torn tail is dropped, corruption in the middle is an
  * error), then start a fresh WAL and a fresh manifest, delete files no state refers to, and
- * remove the scratch directories of importers that died (scratchDirs.ts). If the replayed data outgrew one write
- * buffer it is flushed to L0 right away, so that a WAL is always retired whole; otherwise it stays
- * in the memtable and its WALs stay live. close() flushes nothing: it stops a running flush (its
+ * remove the scratch directories of importers that died (scratchDirs.ts). If the replayed data
+ * outgrew one write buffer it is flushed to L0 right away, so that a WAL is always retired whole;
+ * otherwise it stays in the memtable and its WALs stay live. close() flushes nothing: it stops a running flush (its
  * partial file is deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
  */
 import * as fs from 'fs';

@@ -8,6 +8,10 @@
  *   NNNNNN.sst           a table file (BlockBasedTable format)
  *   NNNNNN.dbtmp         a temporary file, renamed into place once durable (CURRENT is made so)
  *   LOCK                 held while a process has the database open (see lockFile.ts)
+ *   .import-tmp-P-T-XXXXXX  a scratch directory: private to the process with pid P and start time T
+ *                        (clock ticks since boot, or "x" when unknown), where it prepares files to
+ *                        ingest before it opens the database (see scratchDirs.ts). Open removes
+ *                        those whose owner is no longer running.
  *
  * All numbered files share one counter (the manifest's next file number), so a number names one
  * file for the lifetime of the database and the kind of file follows from its suffix.
@@ -63,6 +67,34 @@ export function tableFileName(dir: string, fileNumber: number): string {
 
 export function tempFileName(dir: string, fileNumber: number): string {
   return path.join(dir, `${padNumber(fileNumber)}.dbtmp`);
+}
+
+/** The prefix every scratch directory's name starts with. */
+export const SCRATCH_DIR_PREFIX = '.import-tmp-';
+/** Start time in a scratch directory's name when /proc does not tell it ("-" would read as a separator). */
+export const UNKNOWN_START_TIME = 'x';
+
+export interface ScratchDirOwner {
+  pid: number;
+  /** Field 22 of /proc/<pid>/stat, or '-' when unknown. */
+  startTime: string;
+}
+
+/** The prefix of the owner's scratch directories in `dir`, for mkdtemp (which appends 6 characters). */
+export function scratchDirPrefix(dir: string, owner: ScratchDirOwner): string {
+  const start = owner.startTime === '-' ? UNKNOWN_START_TIME : owner.startTime;
+  return path.join(dir, `${SCRATCH_DIR_PREFIX}${owner.pid}-${start}-`);
+}
+
+const SCRATCH_DIR = /^\.import-tmp-(\d+)-(\d+|x)-[A-Za-z0-9]{6}$/;
+
+/** The owner a scratch directory's base name records; null if it is not one (or names no owner). */
+export function parseScratchDirName(baseName: string): ScratchDirOwner | null {
+  const m = SCRATCH_DIR.exec(baseName);
+  if (m === null) return null;
+  const pid = safeNumber(m[1]);
+  if (pid <= 0) return null;
+  return { pid, startTime: m[2] === UNKNOWN_START_TIME ? '-' : m[2] };
 }
 
 const NUMBERED = /^(\d+)\.(log|sst|dbtmp)$/;

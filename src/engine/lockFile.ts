@@ -45,7 +45,8 @@ function processStartTime(pid: number): string | null {
   }
 }
 
-const ownStartTime = processStartTime(process.pid) ?? '-';
+/** This process's start time as LOCK and scratch-directory names record it ('-' when unknown). */
+export const ownStartTime = processStartTime(process.pid) ?? '-';
 
 function parseOwner(text: string): LockOwner | null {
   const m = /^(\d+) (\S+)\n$/.exec(text);
@@ -56,14 +57,24 @@ function ownerIsAlive(owner: LockOwner): boolean {
   // Our own pid without our Set entry: a lock an earlier process with this pid left behind, or
   // one whose deletion failed at close. Either way no live opener holds it.
   if (owner.pid === process.pid) return false;
+  return processIsAlive(owner.pid, owner.startTime);
+}
+
+/**
+ * Whether the process `pid` that started at `startTime` ('-' = unknown: the pid alone decides)
+ * is still running. A live pid with another start time is a reused pid: not the same process.
+ * Errs towards "alive" when the system does not tell (EPERM, no /proc), so a caller that deletes
+ * a dead owner's state never deletes a live one's.
+ */
+export function processIsAlive(pid: number, startTime: string): boolean {
   try {
-    process.kill(owner.pid, 0);
+    process.kill(pid, 0);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  if (owner.startTime === '-') return true;
-  const actual = processStartTime(owner.pid);
-  return actual === null || actual === owner.startTime;
+  if (startTime === '-') return true;
+  const actual = processStartTime(pid);
+  return actual === null || actual === startTime;
 }
 
 function lockedError(dir: string, pid: number | string): IngestError {

@@ -2,8 +2,9 @@
  * Import into a live database: the whole `ingest import <csv...> --db DIR` pipeline.
  *
  *   1. import   CSV → sorted, non-overlapping external SSTs (ingest/importer.ts), written to a
- *               private directory DIR/.import-tmp-XXXXXX: inside the database directory, so the
- *               engine can hard-link the files (same file system) and cleanup stays local;
+ *               private directory DIR/.import-tmp-<pid>-<start>-XXXXXX, an engine scratch
+ *               directory (engine/scratchDirs.ts): inside the database directory, so the engine
+ *               can hard-link the files (same file system) and cleanup stays local;
  *   2. open     the engine at DIR (created when missing, unless createIfMissing is false);
  *   3. check    the conflict scan of the SSTs against the engine at one snapshot
  *               (conflict/checkSstConflicts.ts), report written when asked;
@@ -12,7 +13,9 @@
  *   5. ingest   Engine.ingestExternalFiles, with replaceRange when asked; or with dryRun,
  *               Engine.planIngestion, which links nothing.
  * The private directory is removed at the end whatever happens (cleanupSync also serves signal
- * handlers); the engine's hard links keep the ingested files alive under their table names.
+ * handlers); the engine's hard links keep the ingested files alive under their table names. A
+ * SIGKILLed run cannot clean up: its name records its owner, and the next Engine.open of DIR
+ * removes it once the owner is gone.
  *
  * Contract: an import lands whole or not at all. Failures before step 5 change nothing in the
  * database (if this run created DIR, DIR is removed again); step 5 is one manifest edit.
@@ -54,6 +57,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Engine } from '../engine/engine';
 import { currentFileName } from '../engine/fileNames';
+import { ownScratchDirPrefix } from '../engine/scratchDirs';
 import { IngestOptions, IngestionPlan, IngestionResult, PlannedFile } from '../engine/ingest/ingestionJob';
 import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../engine/keyCompare';
@@ -64,9 +68,6 @@ import { IngestPlan, OnConflict, applyConflictPolicy } from '../conflict/policy'
 import { ConflictReport, ConflictStrategy, writeConflictReport } from '../conflict/report';
 import { RowOriginIndex } from '../conflict/rowOrigins';
 import { IngestError, assert } from '../util/errors';
-
-/** Prefix of the private directory inside the database directory. */
-export const IMPORT_TEMP_PREFIX = '.import-tmp-';
 
 /** A replace range as asked for: a missing bound takes the import's own (see the module comment). */
 export interface ReplaceRangeRequest {
@@ -175,13 +176,15 @@ export class DbImport {
         fs.mkdirSync(dir, { recursive: true });
         this.createdDir = true;
       }
-      this.tempDir = fs.mkdtempSync(path.join(dir, IMPORT_TEMP_PREFIX));
+      this.tempDir = fs.mkdtempSync(ownScratchDirPrefix(dir));
     } catch (e) {
       this.cleanupSync();
       throw new IngestError('IO', `cannot create a private directory in ${dir}: ${(e as Error).message}`, { cause: e });
     }
     try {
-      this.job = new CsvImport({ ...o.import, outputDir: this.tempDir, writeSummaryFile: false, writeRowOrigins: true });
+      // Sorted runs default to the scratch directory too (not the system temp dir): after a kill,
+      // the next Engine.open removes the whole scratch directory, runs included.
+      this.job = new CsvImport({ ...o.import, tmpDir: o.import.tmpDir ?? this.tempDir, outputDir: this.tempDir, writeSummaryFile: false, writeRowOrigins: true });
       const summary = await this.job.run();
       this.job = null;
       const result = await this.intoEngine(summary, dryRun, onConflict, createIfMissing && !hadDb);
