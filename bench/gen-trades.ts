@@ -10,6 +10,7 @@
  * Usage: node dist/bench/gen-trades.js --rows N [--seed S] [--no-header] [--out FILE|-]
  */
 import * as fs from 'fs';
+import { mulberry32 } from '../src/util/random';
 
 export const TRADE_COLUMNS = [
   't_id',
@@ -37,17 +38,7 @@ const LAST = ['Adams', 'Baker', 'Chen', 'Dubois', 'Evans', 'Fischer', 'Garcia', 
 const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 const WRITE_CHUNK_BYTES = 4 << 20;
 
-/** mulberry32: small, fast, deterministic. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 /** Yields 0..n-1 each once, in a scrambled order (LCG mod 2^k, full period, cycle-walking). */
 export function* permutation(n: number, seed: number): Generator<number> {

@@ -19,17 +19,9 @@ import { TableReader } from '../src/engine/table/tableReader';
 import { tableFileName } from '../src/engine/fileNames';
 import { FileMetaData } from '../src/engine/versionEdit';
 import { compareInternalKeys, makeInternalKey, sequenceOf, typeOf, userKeyOf, ValueType } from '../src/sstwriter/internalKey';
+import { mulberry32 } from '../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const b = (s: string): Buffer => Buffer.from(s);
 const key = (i: number): Buffer => b(`key${String(i).padStart(6, '0')}`);

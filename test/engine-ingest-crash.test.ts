@@ -15,20 +15,12 @@ import * as path from 'path';
 import { spawn } from 'child_process';
 import { Engine } from '../src/engine/engine';
 import { KEY_SPACE, keyName, modelAfter } from './support/ingestCrashChild';
+import { mulberry32 } from '../src/util/random';
 
 const ROOT = path.join(__dirname, '..');
 const ROUNDS = 32;
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** Runs the child from `startStep`; SIGKILLs it `killAfterMs` after it opened (or after spawn). */
 function runAndKill(dir: string, staging: string, startStep: number, killAfterMs: number, afterOpen: boolean): Promise<number[]> {

@@ -14,6 +14,7 @@ import { runImport } from '../src/ingest/importer';
 import { NUM_LEVELS } from '../src/engine/versionEdit';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { describeIfRocksdb, LdbDatabase, ldbWriteExternSst, rocksdbTools, runTool } from './support/rocksdbTools';
+import { mulberry32 } from '../src/util/random';
 
 let dir: string;
 beforeEach(() => {
@@ -31,16 +32,7 @@ function scanAll(engine: Engine): Array<[Buffer, Buffer]> {
   return out;
 }
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** One placed file: level, user-key span, sequence number. */
 type PlacedFile = [level: number, smallest: string, largest: string, seqno: number];

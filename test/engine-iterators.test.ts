@@ -12,17 +12,9 @@ import { FileMetaData } from '../src/engine/versionEdit';
 import { TableFileWriter } from '../src/sstwriter/tableFileWriter';
 import { compareInternalKeys, makeInternalKey, MAX_SEQUENCE_NUMBER, userKeyOf, ValueType } from '../src/sstwriter/internalKey';
 import { perf, resetPerfContext } from '../src/engine/perfContext';
+import { mulberry32 } from '../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 type Entry = [Buffer, Buffer];
 

@@ -3,17 +3,9 @@ import { SkipList } from '../src/engine/memtable/skiplist';
 import { compareInternalKeys, makeInternalKey, sequenceOf, typeOf, userKeyOf, ValueType, MAX_SEQUENCE_NUMBER } from '../src/sstwriter/internalKey';
 import { perf, resetPerfContext } from '../src/engine/perfContext';
 import { TRY_SEEK_USING_NEXT_STEPS } from '../src/engine/iterator';
+import { mulberry32 } from '../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const key = (i: number): Buffer => Buffer.from(`key${String(i).padStart(6, '0')}`);
 

@@ -20,17 +20,9 @@ import { Engine, EngineOptions, Snapshot } from '../src/engine/engine';
 import { DbIterator } from '../src/engine/dbIterator';
 import { WriteBatch } from '../src/engine/writeBatch';
 import { isExclusiveSentinel } from '../src/engine/rangedel/tombstoneBoundaries';
+import { mulberry32 } from '../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 type History = Array<{ seq: number; value: string | null }>;
 

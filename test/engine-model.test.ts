@@ -19,17 +19,9 @@ import { DbIterator } from '../src/engine/dbIterator';
 import { WriteBatch } from '../src/engine/writeBatch';
 import { VersionEdit, FileMetaData, NUM_LEVELS } from '../src/engine/versionEdit';
 import { TRAILER_BYTES } from '../src/sstwriter/internalKey';
+import { mulberry32 } from '../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** Versions of one key, oldest first; value null = deleted. */
 type History = Array<{ seq: number; value: string | null }>;

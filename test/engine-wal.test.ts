@@ -6,6 +6,7 @@ import { LogReader } from '../src/engine/wal/logReader';
 import { LOG_BLOCK_SIZE_BYTES, LOG_HEADER_BYTES } from '../src/engine/wal/logFormat';
 import { WriteBatch, WriteBatchVisitor, batchHeader } from '../src/engine/writeBatch';
 import { CorruptionError, IngestError } from '../src/util/errors';
+import { mulberry32 } from '../src/util/random';
 
 let dir: string;
 beforeEach(() => {
@@ -15,17 +16,7 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function payload(n: number, tag: number): Buffer {
   const b = Buffer.allocUnsafe(n);

@@ -20,6 +20,7 @@ import { spawn } from 'child_process';
 import { Engine } from '../src/engine/engine';
 import { parseScratchDirName, scratchDirPrefix } from '../src/engine/fileNames';
 import { ownScratchDirPrefix } from '../src/engine/scratchDirs';
+import { mulberry32 } from '../src/util/random';
 
 const ROOT = path.join(__dirname, '..');
 const KILL_TRIALS = 32;
@@ -28,16 +29,7 @@ const OVERWRITES_PER_TRIAL = 1500;
 /** An uninterrupted import re-times the run before every this many kill trials (the database grows). */
 const RETIME_EVERY_TRIALS = 8;
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function keyName(id: number): string {
   return `k${String(id).padStart(7, '0')}`;

@@ -24,20 +24,11 @@ import { describeIfRocksdb, LdbDatabase, rocksdbTools, runTool } from './support
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { mulberry32 } from '../src/util/random';
 
 // --- helpers ---------------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32) so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const k = (s: string): Buffer => Buffer.from(s, 'latin1');
 const cmp = (a: Buffer, b: Buffer): number => Buffer.compare(a, b);

@@ -28,6 +28,7 @@ import { TableFileWriter } from '../src/sstwriter/tableFileWriter';
 import { CompressionType } from '../src/sstwriter/compression';
 import { encodeBlockHandle, readBlockHandle, ByteSink, zigzagEncode } from '../src/util/coding';
 import { CorruptionError, IngestError } from '../src/util/errors';
+import { mulberry32 } from '../src/util/random';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'rocksdb-golden');
 
@@ -41,17 +42,7 @@ afterAll(() => {
 
 // --- helpers ---------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 function randomBytes(rand: () => number, length: number, alphabet = 4): Buffer {
   const out = Buffer.alloc(length);

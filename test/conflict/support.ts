@@ -8,17 +8,9 @@ import * as path from 'path';
 import { Engine, Snapshot } from '../../src/engine/engine';
 import { VersionEdit } from '../../src/engine/versionEdit';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
+import { mulberry32 } from '../../src/util/random';
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng = mulberry32;
 
 export function intBelow(r: () => number, n: number): number {
   return Math.floor(r() * n);

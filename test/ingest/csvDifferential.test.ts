@@ -11,18 +11,9 @@ import { CsvDialect, normalizeDialect } from '../../src/ingest/csvDialect';
 import { RecordSink } from '../../src/ingest/csvTokenizer';
 import { readCsvFast, readCsvWithCsvParse } from '../../src/ingest/csvReader';
 import { memorySource } from './support';
+import { mulberry32 } from '../../src/util/random';
 
-/** Deterministic PRNG (mulberry32) so a failure reproduces from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 interface Rec {
   fields: string[];

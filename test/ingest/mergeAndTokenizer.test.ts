@@ -14,17 +14,9 @@ import { DuplicatePolicy, mergeRunsIntoSsts } from '../../src/ingest/mergeToSsts
 import { SstSetWriter, publishFiles } from '../../src/ingest/sstSetWriter';
 import { CsvTokenizer, RecordSink } from '../../src/ingest/csvTokenizer';
 import { readOutputSsts, tempDir } from './support';
+import { mulberry32 } from '../../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 interface Row {
   key: Buffer;

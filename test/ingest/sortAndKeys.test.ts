@@ -6,17 +6,9 @@
  */
 import { SortBuffer } from '../../src/ingest/sortBuffer';
 import { KeySpec, parseKeySpecText } from '../../src/ingest/keySpec';
+import { mulberry32 } from '../../src/util/random';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function randomKey(r: () => number): Buffer {
   const prefixes = ['', 'customer-0000', 'customer-0000-order-', '\u0000\u0000', 'a'];

@@ -1,0 +1,16 @@
+/**
+ * mulberry32: a small, fast, seeded pseudo-random generator returning floats in [0, 1).
+ *
+ * Used where runs must be reproducible from a seed — randomized tests (which print their seed on
+ * failure), fixture generators and benchmarks — never where unpredictability matters.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
