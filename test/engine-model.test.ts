@@ -20,73 +20,9 @@ import { WriteBatch } from '../src/engine/writeBatch';
 import { VersionEdit, FileMetaData, NUM_LEVELS } from '../src/engine/versionEdit';
 import { TRAILER_BYTES } from '../src/sstwriter/internalKey';
 import { mulberry32 } from '../src/util/random';
+import { Model } from './support/engineModel';
 
 const rng = mulberry32;
-
-/** Versions of one key, oldest first; value null = deleted. */
-type History = Array<{ seq: number; value: string | null }>;
-
-class Model {
-  readonly versions = new Map<string, History>();
-  /** Every key ever written, sorted (bytewise = string order for our ASCII keys). */
-  readonly sortedKeys: string[] = [];
-  seq = 0;
-
-  apply(key: string, value: string | null, seq: number): void {
-    let h = this.versions.get(key);
-    if (h === undefined) {
-      h = [];
-      this.versions.set(key, h);
-      let lo = 0;
-      let hi = this.sortedKeys.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (this.sortedKeys[mid] < key) lo = mid + 1;
-        else hi = mid;
-      }
-      this.sortedKeys.splice(lo, 0, key);
-    }
-    h.push({ seq, value });
-  }
-
-  get(key: string, readSeq: number): string | null {
-    const h = this.versions.get(key);
-    if (h === undefined) return null;
-    for (let i = h.length - 1; i >= 0; i--) if (h[i].seq <= readSeq) return h[i].value;
-    return null;
-  }
-
-  /** Index of the first key >= k. */
-  lowerIndex(k: string): number {
-    let lo = 0;
-    let hi = this.sortedKeys.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.sortedKeys[mid] < k) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  /** Live keys in [lower, upper) at readSeq, from index `from` in the given direction. */
-  scan(readSeq: number, lower: string | null, upper: string | null, start: number, dir: 1 | -1, limit: number): Array<[string, string]> {
-    const out: Array<[string, string]> = [];
-    for (let i = start; i >= 0 && i < this.sortedKeys.length && out.length < limit; i += dir) {
-      const k = this.sortedKeys[i];
-      if (lower !== null && k < lower) {
-        if (dir < 0) break;
-        continue;
-      }
-      if (upper !== null && k >= upper) {
-        if (dir > 0) break;
-        continue;
-      }
-      const v = this.get(k, readSeq);
-      if (v !== null) out.push([k, v]);
-    }
-    return out;
-  }
-}
 
 const keyName = (i: number): string => `k${String(i).padStart(6, '0')}`;
 
