@@ -39,6 +39,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
 import { CompressionType } from '../src/sstwriter/compression';
+import { ArgReader } from './support/args';
 
 const KEY_BYTES = 8;
 const VALUE_BYTES = 120;
@@ -66,22 +67,14 @@ interface Args {
 
 function parseArgs(argv: readonly string[]): Args {
   const args: Args = { num: 1_000_000, profiles: [PROFILES.default, PROFILES.small], json: false, keepDir: null };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const next = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
+  const r = new ArgReader(argv);
+  for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
-      case '--num': {
-        const n = Number(next());
-        if (!Number.isInteger(n) || n <= 0) throw new Error(`--num must be a positive integer`);
-        args.num = n;
+      case '--num':
+        args.num = r.positiveInteger();
         break;
-      }
       case '--profile': {
-        const p = next();
+        const p = r.value();
         if (p === 'both') args.profiles = [PROFILES.default, PROFILES.small];
         else if (PROFILES[p] !== undefined) args.profiles = [PROFILES[p]];
         else throw new Error(`--profile must be default, small or both, got "${p}"`);
@@ -91,7 +84,7 @@ function parseArgs(argv: readonly string[]): Args {
         args.json = true;
         break;
       case '--keep':
-        args.keepDir = next();
+        args.keepDir = r.value();
         break;
       default:
         throw new Error(`unknown argument ${flag} (expected --num, --profile, --json, --keep DIR)`);

@@ -43,6 +43,7 @@ import { BlockCache } from '../src/engine/table/blockCache';
 import { checkSstConflicts, checkSstRunConflicts, CheckSstConflictsOptions } from '../src/conflict/checkSstConflicts';
 import { SstRun } from '../src/conflict/sstRun';
 import { ConflictSummary } from '../src/conflict/report';
+import { ArgReader } from './support/args';
 
 const VALUE_BYTES = 128;
 const CACHE_BYTES = 1024 * 1024 * 1024;
@@ -60,13 +61,8 @@ interface Args {
 
 function parseArgs(argv: readonly string[]): Args {
   const a: Args = { grid: true, peer: true, runs: 5, peerKeys: 1_000_000, json: false, keepDir: null };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const positive = (): number => {
-      const n = Number(argv[++i]);
-      if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} needs a positive integer`);
-      return n;
-    };
+  const r = new ArgReader(argv);
+  for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
       case '--grid-only':
         a.peer = false;
@@ -75,16 +71,16 @@ function parseArgs(argv: readonly string[]): Args {
         a.grid = false;
         break;
       case '--runs':
-        a.runs = positive();
+        a.runs = r.positiveInteger();
         break;
       case '--peer-keys':
-        a.peerKeys = positive();
+        a.peerKeys = r.positiveInteger();
         break;
       case '--json':
         a.json = true;
         break;
       case '--keep':
-        a.keepDir = argv[++i];
+        a.keepDir = r.value();
         break;
       default:
         throw new Error(`unknown argument ${flag} (expected --grid-only, --peer-only, --runs N, --peer-keys N, --json, --keep DIR)`);

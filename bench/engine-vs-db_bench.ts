@@ -40,6 +40,7 @@ import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
 import { ChecksumType } from '../src/sstwriter/checksum';
 import { CompressionType } from '../src/sstwriter/compression';
+import { ArgReader } from './support/args';
 
 const KEY_BYTES = 8;
 const VALUE_BYTES = 120;
@@ -65,17 +66,12 @@ interface Args {
 
 function parseArgs(argv: readonly string[]): Args {
   const args: Args = { num: 1_000_000, json: false, keepDir: null, dbBench: 'db_bench' };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const next = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
+  const r = new ArgReader(argv);
+  for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
       case '--num': {
-        const n = Number(next());
-        if (!Number.isInteger(n) || n <= 0 || n > 0xffffffff) throw new Error(`--num must be an integer in [1, 2^32)`);
+        const n = r.positiveInteger();
+        if (n > 0xffffffff) throw new Error(`--num must be an integer in [1, 2^32)`);
         args.num = n;
         break;
       }
@@ -83,10 +79,10 @@ function parseArgs(argv: readonly string[]): Args {
         args.json = true;
         break;
       case '--keep':
-        args.keepDir = next();
+        args.keepDir = r.value();
         break;
       case '--db-bench':
-        args.dbBench = next();
+        args.dbBench = r.value();
         break;
       default:
         throw new Error(`unknown argument ${flag} (expected --num N, --json, --keep DIR, --db-bench PATH)`);

@@ -37,6 +37,7 @@ import { Engine } from '../src/engine/engine';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { IngestOptions, IngestionResult } from '../src/engine/ingest/ingestionJob';
 import { startBusyWriter } from './busy-writer';
+import { ArgReader } from './support/args';
 
 const BYTES_PER_MB = 1e6;
 const RECENT_PUTS = 10_000;
@@ -57,39 +58,29 @@ interface Args {
 
 function parseArgs(argv: readonly string[]): Args {
   const a: Args = { baseKeys: 1_000_000, ingestKeys: 1_000_000, files: 4, valueBytes: 100, runs: 3, busySeconds: 1, mode: 'all', autoCompactions: true, json: false, dir: os.tmpdir() };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const next = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
-    const positive = (v: string): number => {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} must be positive, got "${v}"`);
-      return n;
-    };
+  const r = new ArgReader(argv);
+  for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
       case '--base-keys':
-        a.baseKeys = Math.floor(positive(next()));
+        a.baseKeys = Math.floor(r.positiveNumber());
         break;
       case '--ingest-keys':
-        a.ingestKeys = Math.floor(positive(next()));
+        a.ingestKeys = Math.floor(r.positiveNumber());
         break;
       case '--files':
-        a.files = Math.floor(positive(next()));
+        a.files = Math.floor(r.positiveNumber());
         break;
       case '--value-bytes':
-        a.valueBytes = Math.floor(positive(next()));
+        a.valueBytes = Math.floor(r.positiveNumber());
         break;
       case '--runs':
-        a.runs = Math.floor(positive(next()));
+        a.runs = Math.floor(r.positiveNumber());
         break;
       case '--busy-seconds':
-        a.busySeconds = positive(next());
+        a.busySeconds = r.positiveNumber();
         break;
       case '--mode': {
-        const m = next();
+        const m = r.value();
         if (m !== 'all' && m !== 'quiet' && m !== 'busy') throw new Error(`--mode must be all, quiet or busy, got "${m}"`);
         a.mode = m;
         break;
@@ -101,7 +92,7 @@ function parseArgs(argv: readonly string[]): Args {
         a.json = true;
         break;
       case '--dir':
-        a.dir = next();
+        a.dir = r.value();
         break;
       default:
         throw new Error(`unknown argument ${flag}`);

@@ -30,6 +30,7 @@ import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { TableReader } from '../src/engine/table/tableReader';
 import { ChecksumType } from '../src/sstwriter/checksum';
 import { CompressionType } from '../src/sstwriter/compression';
+import { ArgReader } from './support/args';
 
 const KEY_BYTES = 8;
 const WORKLOAD_SEED = 0x5eed;
@@ -45,33 +46,23 @@ interface BenchArgs {
 
 function parseArgs(argv: readonly string[]): BenchArgs {
   const args: BenchArgs = { entries: 1_000_000, valueBytes: 120, runs: 3, json: false, keepDir: null };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const next = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
-    const positive = (v: string): number => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} must be a positive integer, got "${v}"`);
-      return n;
-    };
+  const r = new ArgReader(argv);
+  for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
       case '--entries':
-        args.entries = positive(next());
+        args.entries = r.positiveInteger();
         break;
       case '--value-bytes':
-        args.valueBytes = positive(next());
+        args.valueBytes = r.positiveInteger();
         break;
       case '--runs':
-        args.runs = positive(next());
+        args.runs = r.positiveInteger();
         break;
       case '--json':
         args.json = true;
         break;
       case '--keep':
-        args.keepDir = next();
+        args.keepDir = r.value();
         break;
       default:
         throw new Error(`unknown argument ${flag} (expected --entries, --value-bytes, --runs, --json, --keep DIR)`);
