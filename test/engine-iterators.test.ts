@@ -40,6 +40,11 @@ class ArrayIterator implements InternalIterator {
   }
   seekGE(target: Buffer, opts?: SeekOptions): void {
     this.seekOptions.push(opts);
+    if (opts?.trySeekUsingNext === true) {
+      // The caller's promise (iterator.ts): nothing before the current entry is >= target.
+      const passed = Math.min(this.i, this.entries.length);
+      for (let j = 0; j < passed; j++) expect(compareInternalKeys(this.entries[j][0], target)).toBeLessThan(0);
+    }
     this.i = this.entries.findIndex((e) => compareInternalKeys(e[0], target) >= 0);
     if (this.i < 0) this.i = this.entries.length;
   }
@@ -112,22 +117,72 @@ describe('merging iterator', () => {
     }
   });
 
-  test('trySeekUsingNext goes only to children nothing but seekGE moved since the last seek', () => {
+  test('trySeekUsingNext goes to every live child, next() in between included; exhausted children are not asked', () => {
     const a = new ArrayIterator([[ik('a', 1), Buffer.from('1')], [ik('c', 2), Buffer.from('2')], [ik('e', 3), Buffer.from('3')]]);
     const b = new ArrayIterator([[ik('b', 4), Buffer.from('4')], [ik('f', 5), Buffer.from('5')]]);
     const m = new MergingIterator([a, b]);
+    const seek = (k: string): Buffer => ik(k, MAX_SEQUENCE_NUMBER, ValueType.Seek);
     const flags = (it: ArrayIterator): boolean | undefined => it.seekOptions[it.seekOptions.length - 1]?.trySeekUsingNext;
-    m.seekGE(ik('a', MAX_SEQUENCE_NUMBER, ValueType.Seek));
-    m.seekGE(ik('a', MAX_SEQUENCE_NUMBER, ValueType.Seek), { trySeekUsingNext: true });
-    expect([flags(a), flags(b)]).toEqual([true, true]);
-    m.next(); // moves child a (from "a" to "c")
-    expect(userKeyOf(m.key()).toString()).toBe('b');
-    m.seekGE(ik('d', MAX_SEQUENCE_NUMBER, ValueType.Seek), { trySeekUsingNext: true });
-    expect(userKeyOf(m.key()).toString()).toBe('e');
-    expect([flags(a), flags(b)]).toEqual([undefined, true]);
-    m.prev(); // a backward move revokes the flag for everyone
-    m.seekGE(ik('e', MAX_SEQUENCE_NUMBER, ValueType.Seek), { trySeekUsingNext: true });
+    const seeks = (): number[] => [a.seekOptions.length, b.seekOptions.length];
+    m.seekGE(seek('a'));
     expect([flags(a), flags(b)]).toEqual([undefined, undefined]);
+    m.seekGE(seek('a'), { trySeekUsingNext: true });
+    expect([flags(a), flags(b)]).toEqual([true, true]);
+    m.next(); // moves child a (from "a" to "c"); the top is now b
+    expect(userKeyOf(m.key()).toString()).toBe('b');
+    m.seekGE(seek('d'), { trySeekUsingNext: true }); // ArrayIterator checks the promise it is given
+    expect(userKeyOf(m.key()).toString()).toBe('e');
+    expect([flags(a), flags(b)]).toEqual([true, true]);
+    m.seekGE(seek('f'), { trySeekUsingNext: true });
+    expect(userKeyOf(m.key()).toString()).toBe('f');
+    expect(seeks()).toEqual([4, 4]); // a ran out
+    m.seekGE(seek('g'), { trySeekUsingNext: true });
+    expect(m.valid()).toBe(false);
+    expect(seeks()).toEqual([4, 5]); // the exhausted child a was not asked again
+    m.seekGE(seek('a'));
+    m.next();
+    m.prev(); // a backward move revokes the flag for everyone
+    m.seekGE(seek('e'), { trySeekUsingNext: true });
+    expect([flags(a), flags(b)]).toEqual([undefined, undefined]);
+  });
+
+  test('trySeekUsingNext with next() in between matches full seeks (randomized)', () => {
+    const r = rng(7);
+    const all: Entry[] = [];
+    const parts: Entry[][] = [[], [], [], []];
+    for (let i = 0; i < 400; i++) {
+      const e: Entry = [ik(`key${String(Math.floor(r() * 300)).padStart(4, '0')}`, i + 1), Buffer.from(`v${i}`)];
+      all.push(e);
+      parts[Math.floor(r() * parts.length)].push(e);
+    }
+    const byKey = (x: Entry, y: Entry): number => compareInternalKeys(x[0], y[0]);
+    all.sort(byKey);
+    for (const p of parts) p.sort(byKey);
+    for (let round = 0; round < 20; round++) {
+      const children = parts.map((p) => new ArrayIterator(p));
+      const m = new MergingIterator(children);
+      let pos = 0;
+      let target = ik('key0000', MAX_SEQUENCE_NUMBER, ValueType.Seek);
+      m.seekGE(target);
+      while (pos < all.length) {
+        if (r() < 0.5) {
+          // Step a few times, then seek to a target at or past the current entry (the promise
+          // holds: nothing passed is >= it).
+          const steps = Math.floor(r() * 4);
+          for (let s = 0; s < steps && m.valid(); s++, pos++) m.next();
+        }
+        const from = Math.min(pos, all.length - 1);
+        const ahead = all[Math.min(all.length - 1, from + Math.floor(r() * 12))][0];
+        target = r() < 0.3 ? ahead : ik(userKeyOf(ahead).toString(), Math.floor(r() * 500) + 1);
+        if (compareInternalKeys(target, all[from][0]) < 0) target = all[from][0];
+        m.seekGE(target, { trySeekUsingNext: true });
+        pos = all.findIndex((e) => compareInternalKeys(e[0], target) >= 0);
+        if (pos < 0) pos = all.length;
+        expect(m.valid()).toBe(pos < all.length);
+        if (pos < all.length) expect(m.key().equals(all[pos][0])).toBe(true);
+        if (r() < 0.1) break;
+      }
+    }
   });
 });
 

@@ -193,6 +193,82 @@ describe('Block and BlockIterator', () => {
     expect(far.valid()).toBe(false);
   });
 
+  test('trySeekUsingNext searches forward from wherever next() left it, near or far, at any restart interval', () => {
+    const rand = prng(12);
+    const all = randomEntries(rand, 300);
+    // With a global seqno every version of a key would present the same sequence: one per key.
+    const onePerKey = all.filter((e, i) => i === 0 || compareByteRanges(userKeyOf(all[i - 1].key), 0, userKeyOf(all[i - 1].key).length, userKeyOf(e.key), 0, userKeyOf(e.key).length) !== 0);
+    for (const [entries, globalSeqno] of [[all, -1], [onePerKey, 7]] as Array<[Entry[], number]>) {
+      // The keys as presented (the global seqno in their trailers): the model to search.
+      const presented = entries.map((e) => ({ key: globalSeqno < 0 ? e.key : makeInternalKey(userKeyOf(e.key), globalSeqno, typeOf(e.key)), value: e.value }));
+      for (const interval of [1, 3, 16]) {
+        const contents = buildBlock(entries, interval);
+        for (let walk = 0; walk < 20; walk++) {
+          const it = dataIterator(contents, globalSeqno);
+          it.first();
+          let pos = 0;
+          while (pos < presented.length) {
+            const steps = rand() < 0.5 ? Math.floor(rand() * 3) : 0;
+            for (let s = 0; s < steps && pos < presented.length; s++, pos++) it.next();
+            if (pos >= presented.length) break;
+            // A target at or past the current key: the current key itself, an entry a few or many
+            // entries ahead, a key between entries, or past the end of the block.
+            const r = rand();
+            const ahead = Math.min(presented.length - 1, pos + (rand() < 0.7 ? Math.floor(rand() * 6) : Math.floor(rand() * 150)));
+            let target = presented[ahead].key;
+            if (r < 0.3) target = makeInternalKey(userKeyOf(target), rand() < 0.5 ? 0 : MAX_SEQUENCE_NUMBER, ValueType.Seek);
+            else if (r < 0.35) target = makeInternalKey(Buffer.from('zzzzzzzzzzzzzz'), 0, ValueType.Seek);
+            if (compareInternal(target, presented[pos].key) < 0) target = presented[pos].key;
+            it.seekGE(target, { trySeekUsingNext: true });
+            pos = lowerBoundIndex(presented, target);
+            expectAt(it, presented, pos);
+          }
+        }
+      }
+    }
+  });
+
+  test('a seek past a key\'s versions compares that user key once, not once per version', () => {
+    const versions = 14; // within one restart interval of 16
+    const entries: Entry[] = [];
+    for (let v = versions; v >= 1; v--) entries.push({ key: makeInternalKey(Buffer.from('key-a'), v, ValueType.Value), value: Buffer.alloc(130, 0x61) });
+    entries.push({ key: makeInternalKey(Buffer.from('key-b'), 1, ValueType.Value), value: Buffer.from('b') });
+    const contents = buildBlock(entries, 16);
+    const target = makeInternalKey(Buffer.from('key-b'), MAX_SEQUENCE_NUMBER, ValueType.Seek);
+    const stepping = dataIterator(contents);
+    stepping.first();
+    resetPerfContext();
+    stepping.seekGE(target, { trySeekUsingNext: true });
+    expectAt(stepping, entries, versions);
+    expect(perf.keyComparisons).toBeLessThanOrEqual(2); // "key-a" once, "key-b" once
+    const full = dataIterator(contents);
+    resetPerfContext();
+    full.seekGE(target);
+    expectAt(full, entries, versions);
+    expect(perf.keyComparisons).toBeLessThanOrEqual(3); // the restart, "key-a" once more, "key-b"
+  });
+
+  test('seeks past a key\'s versions rebuild a next key that shares bytes of the last version\'s trailer', () => {
+    // "ab" at seqs 300, 200, 100, then user key "ab" 01 64 07, which shares "ab" 01 64 with the
+    // internal key ("ab", 100, Put) before it: the scan must keep that version's trailer bytes
+    // even though it steps over the versions without comparing them.
+    const a = Buffer.from('ab');
+    const b = Buffer.concat([a, Buffer.from([ValueType.Value, 100, 7])]);
+    const entries: Entry[] = [300, 200, 100].map((seq) => ({ key: makeInternalKey(a, seq, ValueType.Value), value: Buffer.from(`v${seq}`) }));
+    entries.push({ key: makeInternalKey(b, 50, ValueType.Value), value: Buffer.from('b') }, { key: makeInternalKey(Buffer.from('zz'), 1, ValueType.Value), value: Buffer.from('z') });
+    const contents = buildBlock(entries, 16);
+    const target = makeInternalKey(b, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+    const full = dataIterator(contents);
+    full.seekGE(target);
+    expectAt(full, entries, 3);
+    const stepping = dataIterator(contents);
+    stepping.first();
+    stepping.seekGE(target, { trySeekUsingNext: true });
+    expectAt(stepping, entries, 3);
+    stepping.next();
+    expectAt(stepping, entries, 4);
+  });
+
   test('global seqno is presented on every key, even when a shared prefix reaches into the previous trailer', () => {
     // ("a", 0, Put) = 61 | 01 00 00 00 00 00 00 00, then user key 61 01 00 00 shares 4 bytes with
     // it, two of which are sequence bytes that the presented key overwrites.
@@ -878,6 +954,45 @@ describe('TableIterator', () => {
     plain.close();
     stepping.close();
     reader.close();
+  });
+
+  test('trySeekUsingNext over user keys whose versions span blocks (separators sharing a user key), next() in between', () => {
+    // 40 versions of each of 60 user keys in 256-byte blocks: a key's versions fill several
+    // blocks, so consecutive index separators share a user key (an internal-key index).
+    const many: Entry[] = [];
+    for (let k = 0; k < 60; k++) {
+      const user = Buffer.from(`user-${String(k).padStart(3, '0')}`);
+      for (let v = 40; v >= 1; v--) many.push({ key: makeInternalKey(user, k * 100 + v, ValueType.Value), value: Buffer.alloc(v % 7, 0x61 + (k % 26)) });
+    }
+    const rand = prng(31);
+    for (const [formatVersion, indexBlockRestartInterval] of [[3, 4], [5, 4], [5, 1]]) {
+      const manyFile = path.join(tmpDir, `many-versions-fv${formatVersion}-${indexBlockRestartInterval}.sst`);
+      const writer = new TableFileWriter(manyFile, { blockSizeBytes: 256, formatVersion, indexBlockRestartInterval });
+      for (const e of many) writer.add(e.key, e.value);
+      writer.finish();
+      const reader = TableReader.open(manyFile);
+      expect(reader.indexKeyIsUserKey).toBe(false);
+      for (let walk = 0; walk < 30; walk++) {
+        const it = reader.newIterator();
+        it.first();
+        let pos = 0;
+        while (pos < many.length) {
+          const steps = rand() < 0.5 ? Math.floor(rand() * 3) : 0;
+          for (let s = 0; s < steps && pos < many.length; s++, pos++) it.next();
+          if (pos >= many.length) break;
+          // The next user key (past this one's versions), a version a few entries on, or far on.
+          const r = rand();
+          const ahead = many[Math.min(many.length - 1, pos + (r < 0.4 ? 40 : r < 0.7 ? Math.floor(rand() * 8) : Math.floor(rand() * 400)))].key;
+          let target = rand() < 0.5 ? ahead : makeInternalKey(userKeyOf(ahead), MAX_SEQUENCE_NUMBER, ValueType.Seek);
+          if (compareInternal(target, many[pos].key) < 0) target = many[pos].key;
+          it.seekGE(target, { trySeekUsingNext: true });
+          pos = lowerBoundIndex(many, target);
+          expectAt(it, many, pos);
+        }
+        it.close();
+      }
+      reader.close();
+    }
   });
 
   test('the block cache serves repeated scans and pins only the block the iterator stands on', () => {

@@ -6,19 +6,25 @@
  * seek: interleave the SST run with one engine iterator bounded to the run's key range, always
  * moving whichever side is behind to the other side's key (CockroachDB's CheckSSTConflicts
  * since its PR 73981):
- *   - engine key < SST key: engine.seekGE(sstKey) with trySeekUsingNext: targets only grow, so
- *     the engine's levels step forward a few entries instead of searching from scratch;
- *   - SST key < engine key: sst.seekGE(engineKey), likewise: a span of SST keys with no engine key
- *     in it is skipped by one seek (whole SST files without opening their data blocks);
+ *   - engine key < SST key: engine.seekGE(sstKey);
+ *   - SST key < engine key: sst.seekGE(engineKey): a span of SST keys with no engine key in it
+ *     is skipped by one seek (whole SST files without opening their data blocks);
  *   - equal: compare values, then step both.
- * With trySeekUsingNext, the scan also applies the idea one level up: a side that falls behind
- * tries one next() before seeking, since on interleaved data the key it needs is usually the
- * very next one and a next() moves one level's iterator where a seek repositions every level's.
- * StepPolicy backs off when steps stop paying (the side was far behind, or the engine's next()
- * had to step over many hidden versions), so sparse data costs about one wasted step per 64
- * seeks. The SST keys skipped are new; they are counted as sstKeys - unchanged - conflicts, so
- * skipping costs no accuracy. Cost: one seek (or step) per alternation between the sides, at
- * most about two per SST key, and none for an engine or SST span the other side leaves empty.
+ * The SST keys skipped are new; they are counted as sstKeys - unchanged - conflicts, so skipping
+ * costs no accuracy. Cost: one seek per alternation between the sides, at most about two per
+ * SST key, and none for an engine or SST span the other side leaves empty.
+ *
+ * With trySeekUsingNext (the default) every seek carries the flag: targets only grow and neither
+ * side is ever moved past the other's key, so each iterator searches forward from where it
+ * stands. The engine's DbIterator answers at once when it already stands at or past the key; its
+ * merging iterator passes the flag to every live child; a level stays in its file; a table stays
+ * in its data block when the target is within it (no index search, no block lookup), else
+ * searches its index forward from the current block; a block searches forward from the current
+ * entry, galloping over its restart points, and steps over the older versions of a key below
+ * the target without comparing them. The SST run stays, or takes one step, before doing the same
+ * in its table. Without the flag (only to measure what it saves) the interleaving is the same
+ * but every seek is a full one at every level, as CockroachDB's scan ran before Pebble had
+ * trySeekUsingNext (the baseline its PR 73981 reports against).
  *
  * get: one point lookup per SST key. Each lookup visits the memtables and at most one file per
  * level (every overlapping L0 file), and a table's Bloom filter usually rules out a file without
@@ -66,15 +72,10 @@ export function scanBySeeking(input: ScanInput, opts: SeekScanOptions): boolean 
     let engineKey = eng.key();
     collector.engineKeysVisited++;
     sst.first();
-    // A side that falls behind is moved by next() when that has been enough lately, else sought.
-    const sstStep = new StepPolicy(useNext);
-    const engineStep = new StepPolicy(useNext);
     while (sst.valid()) {
       const ikey = sst.internalKey();
       perf.keyComparisons++;
       const c = compareByteRanges(ikey, 0, ikey.length - TRAILER_BYTES, engineKey, 0, engineKey.length);
-      if (c >= 0) sstStep.caughtUp();
-      if (c <= 0) engineStep.caughtUp();
       if (c === 0) {
         const existing = eng.value();
         const fresh = sst.value();
@@ -84,19 +85,11 @@ export function scanBySeeking(input: ScanInput, opts: SeekScanOptions): boolean 
         eng.next();
       } else if (c < 0) {
         // The SST is behind: its keys below engineKey are new.
-        if (sstStep.shouldStep()) sst.next();
-        else sst.seekGE(engineKey, useNext);
+        sst.seekGE(engineKey, useNext);
         continue;
       } else {
         // The engine is behind: its keys below the SST key are not in the SSTs.
-        if (engineStep.shouldStep()) {
-          // Stepping over many hidden versions costs more than the seek it replaces: count it.
-          const before = perf.keyComparisons;
-          eng.next();
-          engineStep.stepCost(perf.keyComparisons - before);
-        } else {
-          eng.seekGE(sst.key(), seekOpts);
-        }
+        eng.seekGE(sst.key(), seekOpts);
       }
       if (!eng.valid()) break; // every SST key left is new
       engineKey = eng.key();
@@ -159,67 +152,5 @@ export function resolveExistingSeqs(engine: Engine, snapshot: Snapshot, collecto
     }
   } finally {
     it.close();
-  }
-}
-
-/** A step (next) costing more key comparisons than this is worse than a seek (many hidden versions). */
-const MAX_STEP_COMPARISONS = 8;
-/** Longest run of behind-events a side seeks through before trying next() again. */
-const MAX_STEP_BACKOFF = 64;
-
-/**
- * When a side falls behind, one next() is cheaper than a seek if the key it needs is the very
- * next one (interleaved data: a seek repositions every level of the engine, a next moves one),
- * and wasted if it is far away (sparse data) or if the engine's next() must step over many
- * hidden versions (it reseeks past them after MAX_SEQUENTIAL_SKIPS). So a side tries one next()
- * first; if that did not catch up, or cost more than MAX_STEP_COMPARISONS key comparisons (the
- * engine's perf counter measures it), it seeks, and skips the next()-first try for the next 1,
- * 2, 4, ... MAX_STEP_BACKOFF events, back to trying every time as soon as a step pays. This is
- * trySeekUsingNext applied at the scan's level (targets only grow, so stepping is sound); without
- * that option the scan never steps.
- */
-class StepPolicy {
-  private readonly enabled: boolean;
-  /** A next() was taken on the last event and its outcome is not known yet. */
-  private pending = false;
-  private skip = 0;
-  private backoff = 0;
-
-  constructor(enabled: boolean) {
-    this.enabled = enabled;
-  }
-
-  /** The side is behind: step (true) or seek (false)? A step's outcome shows at the next event. */
-  shouldStep(): boolean {
-    if (this.pending) {
-      // The last step did not catch up: seek now, and seek for a while before stepping again.
-      this.fail();
-      return false;
-    }
-    if (!this.enabled || this.skip > 0) {
-      if (this.skip > 0) this.skip--;
-      return false;
-    }
-    this.pending = true;
-    return true;
-  }
-
-  /** Key comparisons the step took: past MAX_STEP_COMPARISONS it counts as failed (seek next time). */
-  stepCost(comparisons: number): void {
-    if (this.pending && comparisons > MAX_STEP_COMPARISONS) this.fail();
-  }
-
-  /** The side is no longer behind. */
-  caughtUp(): void {
-    if (this.pending) {
-      this.pending = false;
-      this.backoff = 0;
-    }
-  }
-
-  private fail(): void {
-    this.pending = false;
-    this.backoff = this.backoff === 0 ? 1 : Math.min(MAX_STEP_BACKOFF, 2 * this.backoff);
-    this.skip = this.backoff;
   }
 }

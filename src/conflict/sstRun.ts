@@ -12,20 +12,25 @@
  *   sets one import produces (tens to hundreds of files), not for thousands at once.
  *
  * The iterator yields user keys: `key()` as a view, or `internalKey()` (the key with its
- * trailer, which the table iterator keeps per position) to compare without making one. `seekGE(userKey, {trySeekUsingNext})` finds the first key >= userKey; with the
- * flag (the caller promises userKey >= the key the iterator stands on), it steps within the
- * current file's blocks (see TableIterator) and over at most TRY_SEEK_USING_NEXT_STEPS files
- * before a binary search over the rest. Either way a file holding nothing >= the target is
- * never opened at a data block: its largest key, known up front, rules it out.
+ * trailer, which the table iterator keeps per position) to compare without making one.
+ * `seekGE(userKey, trySeekUsingNext)` finds the first key >= userKey; with the flag (the caller
+ * promises userKey >= the current key), it stays if the current key answers, takes one step if
+ * the next one does, else searches forward within the current file (see TableIterator) or over
+ * at most TRY_SEEK_USING_NEXT_STEPS files before a binary search over the rest. Either way a
+ * file holding nothing >= the target is never opened at a data block: its largest key, known up
+ * front, rules it out.
  */
 import { IngestError } from '../util/errors';
 import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from '../sstwriter/internalKey';
-import { compareUserKeys } from '../engine/keyCompare';
+import { compareByteRanges, compareUserKeys } from '../engine/keyCompare';
 import { TRY_SEEK_USING_NEXT_STEPS } from '../engine/iterator';
 import { perf } from '../engine/perfContext';
 import { BlockCache } from '../engine/table/blockCache';
 import { TableReader } from '../engine/table/tableReader';
 import { TableIterator } from '../engine/table/tableIterator';
+
+/** Keys up to this length are copied byte by byte (see seekKey). */
+const SHORT_KEY_BYTES = 32;
 
 export interface SstRunFile {
   readonly path: string;
@@ -148,6 +153,9 @@ export class SstRunIterator {
   /** A view of seekKeyBuf reused while seek keys keep one length (fixed-size keys allocate nothing). */
   private seekKeyView = this.seekKeyBuf.subarray(0, 0);
   private readonly trySeekOpts = { trySeekUsingNext: true };
+  /** key()'s last answer and the internal-key view it was cut from. */
+  private userKeyOf: Buffer | null = null;
+  private userKeyView: Buffer = Buffer.alloc(0);
 
   constructor(files: readonly SstRunFile[]) {
     this.files = files;
@@ -165,7 +173,12 @@ export class SstRunIterator {
   /** The current user key as a view (valid until the iterator moves). */
   key(): Buffer {
     const ikey = (this.table as TableIterator).key();
-    return ikey.subarray(0, ikey.length - TRAILER_BYTES);
+    // The table iterator hands out one view while key lengths stay: so can we.
+    if (ikey !== this.userKeyOf) {
+      this.userKeyOf = ikey;
+      this.userKeyView = ikey.subarray(0, ikey.length - TRAILER_BYTES);
+    }
+    return this.userKeyView;
   }
 
   value(): Buffer {
@@ -196,6 +209,11 @@ export class SstRunIterator {
     const files = this.files;
     if (trySeekUsingNext && this.fileIndex >= 0) {
       if (!this.isValid) return;
+      // Stay, or take one step: where the run and the engine interleave, the key wanted is
+      // usually the current or the next one, and a step costs less than a seek's layers.
+      if (this.currentKeyAtLeast(userKey)) return;
+      this.next();
+      if (!this.isValid || this.currentKeyAtLeast(userKey)) return;
       perf.keyComparisons++;
       if (compareUserKeys(userKey, files[this.fileIndex].largest) <= 0) {
         (this.table as TableIterator).seekGE(this.seekKey(userKey), this.trySeekOpts);
@@ -219,6 +237,12 @@ export class SstRunIterator {
   }
 
   // --- internals -------------------------------------------------------------------------------
+
+  private currentKeyAtLeast(userKey: Buffer): boolean {
+    const ikey = (this.table as TableIterator).key();
+    perf.keyComparisons++;
+    return compareByteRanges(ikey, 0, ikey.length - TRAILER_BYTES, userKey, 0, userKey.length) >= 0;
+  }
 
   private largestBelow(i: number, userKey: Buffer): boolean {
     perf.keyComparisons++;
@@ -274,8 +298,15 @@ export class SstRunIterator {
       this.seekKeyView = this.seekKeyBuf.subarray(0, 0);
     }
     if (this.seekKeyView.length !== n) this.seekKeyView = this.seekKeyBuf.subarray(0, n);
-    userKey.copy(this.seekKeyBuf, 0);
-    writeTrailer(this.seekKeyBuf, userKey.length, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+    const buf = this.seekKeyBuf;
+    const userKeyLength = userKey.length;
+    // A byte loop beats Buffer#copy's native call for short keys.
+    if (userKeyLength <= SHORT_KEY_BYTES) {
+      for (let i = 0; i < userKeyLength; i++) buf[i] = userKey[i];
+    } else {
+      userKey.copy(buf, 0);
+    }
+    writeTrailer(buf, userKeyLength, MAX_SEQUENCE_NUMBER, ValueType.Seek);
     return this.seekKeyView;
   }
 }

@@ -32,18 +32,25 @@
  * true})` promises that k >= the previous seekGE target and that since that seek the iterator
  * moved only by next() and not past the first key >= k. Then a current key >= k is already the
  * answer (one comparison), an exhausted iterator stays exhausted, and otherwise the flag goes to
- * the merging iterator, which passes it to the children allowed it. It is ignored after a
- * backward move, setBounds, or an internal reseek (whose target may exceed the caller's).
+ * the merging iterator: the internal iterator stands on the current key's newest visible entry,
+ * which is < (k, read seq), and every entry it passed was below that, so the internal seek
+ * satisfies the internal contract (iterator.ts). For the same reason the reseek past a key's
+ * hidden versions (MAX_SEQUENTIAL_SKIPS) also goes forward with the flag and keeps it allowed:
+ * its target is an entry of the key the iterator stands past, below any later caller target
+ * that the check above lets through. The flag is ignored after a backward move, first/last, or
+ * setBounds.
  *
  * Key and value views stay valid until the iterator next moves.
  */
-import { InternalIterator } from './iterator';
+import { InternalIterator, SeekOptions } from './iterator';
 import { BoundedInternalIterator } from './boundedIterator';
 import { compareByteRanges } from './keyCompare';
 import { perf } from './perfContext';
-import { SeekKeyBuilder, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType } from '../sstwriter/internalKey';
+import { MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../sstwriter/internalKey';
 import { assert } from '../util/errors';
 import { RangeDelAggregator, RangeDelDirection } from './rangedel/rangeDelAggregator';
+
+const TRY_SEEK_USING_NEXT: SeekOptions = { trySeekUsingNext: true };
 
 /** Hidden versions of one key stepped over before reseeking past them (RocksDB's default). */
 export const MAX_SEQUENTIAL_SKIPS = 8;
@@ -104,9 +111,13 @@ export class DbIterator {
   private readonly savedValue = new SavedBytes();
   /** Reverse only: the current entry's sequence number. */
   private savedSequence = 0;
-  /** Since the last seekGE: moved only forward, and no internal reseek (trySeekUsingNext allowed). */
+  /** Since the last seekGE: moved only forward (trySeekUsingNext allowed). */
   private trySeekAllowed = false;
-  private readonly seekKeys = new SeekKeyBuilder();
+  /** Internal seek keys are built here; `seekKeyView` is reused while their length stays. */
+  private seekKeyBuf: Buffer = Buffer.allocUnsafe(64);
+  private seekKeyView: Buffer = this.seekKeyBuf.subarray(0, 0);
+  /** The trailer (read sequence, Seek) of forward seek keys. */
+  private readonly readSeekTrailer: Buffer = Buffer.alloc(TRAILER_BYTES);
   private closed = false;
   private readonly rangeDel: RangeDelAggregator;
 
@@ -126,6 +137,7 @@ export class DbIterator {
     this.readSeq = readSeq;
     this.onClose = onClose;
     this.rangeDel = rangeDel;
+    writeTrailer(this.readSeekTrailer, 0, readSeq, ValueType.Seek);
   }
 
   /** The sequence number this iterator reads at. */
@@ -188,9 +200,9 @@ export class DbIterator {
       perf.keyComparisons++;
       const cur = this.internal.key();
       if (compareByteRanges(cur, 0, cur.length - TRAILER_BYTES, userKey, 0, userKey.length) >= 0) return;
-      this.internal.seekGE(this.seekKey(userKey, this.readSeq), { trySeekUsingNext: true });
+      this.internal.seekGE(this.seekKey(userKey, this.readSeq, ValueType.Seek), TRY_SEEK_USING_NEXT);
     } else {
-      this.internal.seekGE(this.seekKey(userKey, this.readSeq));
+      this.internal.seekGE(this.seekKey(userKey, this.readSeq, ValueType.Seek));
     }
     this.direction = Direction.Forward;
     this.trySeekAllowed = true;
@@ -202,7 +214,7 @@ export class DbIterator {
     this.trySeekAllowed = false;
     this.direction = Direction.Reverse;
     // (userKey, max seq) is the first internal key of userKey: everything before it is < userKey.
-    this.internal.seekLT(this.seekKey(userKey, MAX_SEQUENCE_NUMBER));
+    this.internal.seekLT(this.seekKey(userKey, MAX_SEQUENCE_NUMBER, ValueType.Seek));
     this.findPrevUserEntry();
   }
 
@@ -262,8 +274,32 @@ export class DbIterator {
     assert(!this.closed, 'DbIterator used after close()');
   }
 
-  private seekKey(userKey: Buffer, seq: number): Buffer {
-    return this.seekKeys.build(userKey, seq);
+  /**
+   * (userKey, seq, type) in the reused seek-key buffer. The view is valid until the next call;
+   * the children do not keep seek targets, so one view serves every seek of the same length.
+   */
+  private seekKey(userKey: Buffer, seq: number, type: ValueType): Buffer {
+    const userKeyLength = userKey.length;
+    const n = userKeyLength + TRAILER_BYTES;
+    if (this.seekKeyBuf.length < n) {
+      this.seekKeyBuf = Buffer.allocUnsafe(Math.max(n, 2 * this.seekKeyBuf.length));
+      this.seekKeyView = this.seekKeyBuf.subarray(0, 0);
+    }
+    if (this.seekKeyView.length !== n) this.seekKeyView = this.seekKeyBuf.subarray(0, n);
+    const buf = this.seekKeyBuf;
+    if (userKeyLength <= SHORT_COPY_BYTES) {
+      for (let i = 0; i < userKeyLength; i++) buf[i] = userKey[i];
+    } else {
+      userKey.copy(buf, 0);
+    }
+    if (seq === this.readSeq && type === ValueType.Seek) {
+      // The trailer of every forward seek: encoded once.
+      const trailer = this.readSeekTrailer;
+      for (let i = 0; i < TRAILER_BYTES; i++) buf[userKeyLength + i] = trailer[i];
+    } else {
+      writeTrailer(buf, userKeyLength, seq, type);
+    }
+    return this.seekKeyView;
   }
 
   /**
@@ -305,12 +341,16 @@ export class DbIterator {
     this.isValid = false;
   }
 
-  /** Seeks to the first entry after every version of `userKey`. */
+  /**
+   * Seeks to the first entry after every version of `userKey` (savedKey, where the internal
+   * iterator stands). The target is ahead of the internal position and the internal iterator
+   * moved only forward since its last seekGE (or it will ignore the flag), so the seek goes
+   * forward with trySeekUsingNext (see the module comment).
+   */
   private reseekPast(userKey: Buffer): void {
-    this.trySeekAllowed = false;
     // (userKey, 0, Deletion) is the last possible internal key of userKey.
-    const target = makeInternalKey(userKey, 0, ValueType.Deletion);
-    this.internal.seekGE(target);
+    const target = this.seekKey(userKey, 0, ValueType.Deletion);
+    this.internal.seekGE(target, TRY_SEEK_USING_NEXT);
     const it = this.internal;
     if (it.valid()) {
       const k = it.key();

@@ -155,18 +155,51 @@ export interface EngineStats {
 }
 
 /** A pinned read point: reads through it see exactly the writes up to `sequence`. */
+/**
+ * The sequence numbers pinned by live snapshots and iterators, as reference counts. Counting by
+ * number rather than keeping a Set of Snapshot objects matters because every iterator pins one:
+ * a Set's add/delete of a fresh object (identity hashing, tombstones) cost 2.5% of seekrandom.
+ */
+class PinnedSequences {
+  private readonly refsBySequence = new Map<number, number>();
+  private pinCount = 0;
+
+  pin(sequence: number): void {
+    this.refsBySequence.set(sequence, (this.refsBySequence.get(sequence) ?? 0) + 1);
+    this.pinCount++;
+  }
+
+  unpin(sequence: number): void {
+    const refs = this.refsBySequence.get(sequence);
+    assert(refs !== undefined && refs > 0, `sequence ${sequence} unpinned more often than pinned`);
+    if (refs === 1) this.refsBySequence.delete(sequence);
+    else this.refsBySequence.set(sequence, refs - 1);
+    this.pinCount--;
+  }
+
+  /** Live pins (snapshots plus open iterators). */
+  get size(): number {
+    return this.pinCount;
+  }
+
+  /** The pinned sequence numbers, ascending and distinct. */
+  sequences(): number[] {
+    return [...this.refsBySequence.keys()].sort((a, b) => a - b);
+  }
+}
+
 export class Snapshot {
   private released = false;
   constructor(
     readonly sequence: number,
-    private readonly owner: Set<Snapshot>,
+    private readonly owner: PinnedSequences,
   ) {
-    owner.add(this);
+    owner.pin(sequence);
   }
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.owner.delete(this);
+    this.owner.unpin(this.sequence);
   }
 }
 
@@ -202,7 +235,7 @@ export class Engine {
   private readonly lock: DbLock;
   private readonly versions: VersionSet;
   private readonly tableCache: TableCache;
-  private readonly snapshots = new Set<Snapshot>();
+  private readonly snapshots = new PinnedSequences();
 
   private mem: Memtable;
   private wal: LogWriter;
@@ -878,8 +911,7 @@ export class Engine {
 
   /** Sequence numbers of live snapshots and iterator read points, ascending and distinct. */
   private snapshotSequences(): number[] {
-    const seqs = [...this.snapshots].map((s) => s.sequence).sort((a, b) => a - b);
-    return seqs.filter((s, i) => i === 0 || s !== seqs[i - 1]);
+    return this.snapshots.sequences();
   }
 
   private waitForFlushProgress(): Promise<void> {

@@ -8,9 +8,11 @@
  * - Positioning calls (`first`, `last`, `seekGE`, `seekLT`) may be made at any time; `next` and
  *   `prev` only while `valid()`. After any call, `valid()` says whether it stands on an entry.
  * - `seekGE(target, {trySeekUsingNext: true})` is a promise from the caller (Pebble's contract):
- *   `target` is >= the previous seekGE target and the iterator has not been moved by anything
- *   but that seek since. The iterator may then step forward with a few `next` calls from where
- *   it stands instead of searching from scratch. Without the flag, seekGE is a full search.
+ *   `target` is >= the previous seekGE target, and since that seek the iterator has been moved
+ *   only forward (by seekGE and next) and not past the first entry >= `target`. So every entry
+ *   before the current one is < `target`, and an iterator exhausted moving forward stays
+ *   exhausted: the iterator may search forward from where it stands instead of from scratch.
+ *   Without the flag, seekGE is a full search.
  * - Corruption is thrown (CorruptionError), never turned into "not valid".
  * - `close()` releases pinned resources (blocks, files). Using a closed iterator is a bug.
  */

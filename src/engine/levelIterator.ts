@@ -13,13 +13,13 @@
  * Bounds may change between seeks (setBounds); every seek re-derives the per-file decisions
  * (RocksDB PR 5111).
  *
- * trySeekUsingNext (caller promises: target >= the previous seekGE target, only seekGE moves
- * since): if the target is within the current file, the flag goes down to its table iterator
- * (which stands at the first key >= the previous target, or at its first key if the previous
- * seek ran into this file from an earlier one: both are "first key >= something <= target");
+ * trySeekUsingNext (iterator.ts: the level moved only forward since its last seekGE and not past
+ * the answer): if the target is within the current file, the flag goes down to its table
+ * iterator, which has not moved past the answer either (it stands on the level's current entry);
  * otherwise the level steps forward over at most TRY_SEEK_USING_NEXT_STEPS files before falling
- * back to binary search, and searches the new file from scratch. A level exhausted by a seekGE
- * stays exhausted.
+ * back to binary search, and searches the new file from scratch. Neither needs the lower-bound
+ * clamp: the current entry is within the bounds, so the target is past the bound or the current
+ * entry answers it. A level exhausted by a seekGE stays exhausted.
  *
  * Range tombstones: given an aggregator (rangedel/rangeDelAggregator.ts), the level adds each
  * file's tombstones, clipped to the file's bounds, the first time it opens the file, and never
@@ -122,9 +122,11 @@ export class LevelIterator implements BoundedInternalIterator {
   seekGE(target: Buffer, opts?: SeekOptions): void {
     this.checkOpen();
     let t = target;
-    if (this.lowerBound !== null && compareToBound(t, this.lowerBound) < 0) t = this.lowerSeekKey as Buffer;
     if (opts !== undefined && opts.trySeekUsingNext === true) {
       if (this.exhaustedBySeekGE) return;
+      // A table is open only while the level stands on an entry, which is within the bounds: a
+      // target below the lower bound is below that entry too, so it needs no clamp (the table
+      // iterator keeps its place).
       if (this.table !== null) {
         perf.keyComparisons++;
         if (compareInternal(t, this.files[this.fileIndex].largest) <= 0) {
@@ -147,6 +149,7 @@ export class LevelIterator implements BoundedInternalIterator {
         return;
       }
     }
+    if (this.lowerBound !== null && compareToBound(t, this.lowerBound) < 0) t = this.lowerSeekKey as Buffer;
     this.seekGEFrom(0, t);
   }
 

@@ -13,14 +13,15 @@
  * seeks to its first key >= K (stepping past K itself) and the current child steps forward.
  * Internal keys are unique across children (sequence numbers are), which this relies on.
  *
- * trySeekUsingNext: the merging iterator accepts the flag when the target is >= its previous
- * seekGE target and it was moved since only by seekGE and next (a relaxation of the contract in
- * iterator.ts: `next` is allowed in between, which the user-facing iterator needs because it
- * steps over shadowed entries between seeks). It passes the flag down only to children that
- * nothing but seekGE has moved since that seek (a child that `next` advanced gets a full seek):
- * those children satisfy the strict contract, so each finds its own first key >= target, and the
- * merge of correct children is correct. Any backward move or first/last revokes the flag for
- * every child until the next full seekGE.
+ * trySeekUsingNext (iterator.ts's contract: since its last seekGE the iterator moved only
+ * forward, by seekGE and next, and not past the first entry >= target): then no child has moved
+ * past its own first entry >= target either, since every entry a child was moved past was the
+ * merged position at the time, which was < target. So every child may take the flag, `next`
+ * between the seeks included: the children in the heap seek with it (one at or past the target
+ * stays where it is, at the cost of its own comparison; one behind searches forward from where
+ * it stands), children exhausted moving forward stay exhausted without being asked, and the heap
+ * is rebuilt over the live ones (O(k)), as Pebble's merging iterator does. Any backward move,
+ * first or last revokes the flag until the next full seekGE.
  */
 import { InternalIterator, SeekOptions } from './iterator';
 import { compareInternal } from './keyCompare';
@@ -39,8 +40,6 @@ export class MergingIterator implements InternalIterator {
   private readonly heap: Int32Array;
   private heapSize = 0;
   private direction = Direction.Forward;
-  /** Child i was moved by something other than the last seekGE (1) or not (0). */
-  private readonly movedSinceSeekGE: Uint8Array;
   /** Since the last seekGE, only seekGE and next have moved this iterator. */
   private forwardOnlySinceSeekGE = false;
   private closed = false;
@@ -49,7 +48,6 @@ export class MergingIterator implements InternalIterator {
     this.children = children;
     this.keys = new Array<Buffer | null>(children.length).fill(null);
     this.heap = new Int32Array(Math.max(1, children.length));
-    this.movedSinceSeekGE = new Uint8Array(children.length).fill(1);
   }
 
   valid(): boolean {
@@ -75,13 +73,12 @@ export class MergingIterator implements InternalIterator {
   }
 
   seekGE(target: Buffer, opts?: SeekOptions): void {
-    const tryNext = opts !== undefined && opts.trySeekUsingNext === true && this.forwardOnlySinceSeekGE;
-    const children = this.children;
-    for (let i = 0; i < children.length; i++) {
-      if (tryNext && this.movedSinceSeekGE[i] === 0) children[i].seekGE(target, opts);
-      else children[i].seekGE(target);
-      this.movedSinceSeekGE[i] = 0;
+    if (opts !== undefined && opts.trySeekUsingNext === true && this.forwardOnlySinceSeekGE) {
+      this.seekGEForward(target, opts);
+      return;
     }
+    const children = this.children;
+    for (let i = 0; i < children.length; i++) children[i].seekGE(target);
     this.direction = Direction.Forward;
     this.rebuildHeap();
     this.forwardOnlySinceSeekGE = true;
@@ -114,8 +111,27 @@ export class MergingIterator implements InternalIterator {
 
   // --- internals -------------------------------------------------------------------------------
 
+  /** seekGE under trySeekUsingNext (see the module comment). */
+  private seekGEForward(target: Buffer, opts: SeekOptions): void {
+    const heap = this.heap;
+    const n = this.heapSize;
+    let live = 0;
+    for (let h = 0; h < n; h++) {
+      const i = heap[h];
+      const child = this.children[i];
+      child.seekGE(target, opts);
+      if (child.valid()) {
+        this.keys[i] = child.key();
+        heap[live++] = i;
+      } else {
+        this.keys[i] = null;
+      }
+    }
+    this.heapSize = live;
+    for (let h = (live >>> 1) - 1; h >= 0; h--) this.siftDown(h);
+  }
+
   private afterRepositionAll(direction: Direction): void {
-    this.movedSinceSeekGE.fill(1);
     this.forwardOnlySinceSeekGE = false;
     this.direction = direction;
     this.rebuildHeap();
@@ -127,7 +143,6 @@ export class MergingIterator implements InternalIterator {
     const child = this.children[top];
     if (this.direction === Direction.Forward) child.next();
     else child.prev();
-    this.movedSinceSeekGE[top] = 1;
     if (child.valid()) {
       this.keys[top] = child.key();
       this.siftDown(0);
@@ -154,7 +169,6 @@ export class MergingIterator implements InternalIterator {
       }
     }
     this.children[current].next();
-    this.movedSinceSeekGE.fill(1);
     this.forwardOnlySinceSeekGE = false;
     this.direction = Direction.Forward;
     this.rebuildHeap();
@@ -167,7 +181,7 @@ export class MergingIterator implements InternalIterator {
       if (i !== current) this.children[i].seekLT(k);
     }
     this.children[current].prev();
-    this.movedSinceSeekGE.fill(1);
+    this.forwardOnlySinceSeekGE = false;
     this.direction = Direction.Reverse;
     this.rebuildHeap();
   }

@@ -198,8 +198,8 @@ export class MemtableIterator implements InternalIterator {
 
   seekGE(target: Buffer, opts?: SeekOptions): void {
     if (opts !== undefined && opts.trySeekUsingNext === true) {
-      // The caller promises target >= the previous target and no other moves since, so every
-      // entry before the current one is < target. An exhausted iterator stays exhausted.
+      // The caller promises that every entry before the current one is < target (iterator.ts).
+      // An exhausted iterator stays exhausted.
       let n = this.node;
       if (n === 0) return;
       for (let step = 0; step <= TRY_SEEK_USING_NEXT_STEPS; step++) {

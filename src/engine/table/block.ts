@@ -31,8 +31,11 @@
  * - `prev()` re-scans from the restart point before the current entry, caching the decoded
  *   entries of that restart interval (as RocksDB does) so a run of `prev()` calls costs one scan
  *   per interval, not one per entry.
+ * - `seekGE(target, {trySeekUsingNext: true})` on a positioned iterator searches forward only:
+ *   the current entry, the next one, then the restart keys after the current interval by
+ *   galloping, so its cost grows with the distance moved rather than the block's size.
  */
-import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
+import { InternalIterator, SeekOptions } from '../iterator';
 import { perf } from '../perfContext';
 import { decoded, readVarint32, readVarint64, zigzagDecode } from '../../util/coding';
 import { CorruptionError, assert } from '../../util/errors';
@@ -68,8 +71,11 @@ const MIN_ENTRY_BYTES = 2;
 
 /** Block contents with a validated restart array. Immutable; shared by iterators and the cache. */
 export class Block {
-  /** Decompressed contents without trailer. */
-  readonly data: Buffer;
+  /**
+   * Decompressed contents without trailer. Replaced only by leaveArena(), by an identical copy;
+   * iterators keep the buffer they started with, which stays valid.
+   */
+  data: Buffer;
   /** End of the entry area, which is where the restart array starts. */
   readonly entriesEnd: number;
   /** Number of restart points; 0 for a block without entries. */
@@ -77,6 +83,9 @@ export class Block {
   /** File and block offset, only to label errors. */
   readonly fileName: string;
   readonly blockOffset: number;
+
+  /** `data` is a view of a shared arena slab (blockArena.ts) rather than memory of its own. */
+  private arenaBacked = false;
 
   private constructor(data: Buffer, entriesEnd: number, numRestarts: number, fileName: string, blockOffset: number) {
     this.data = data;
@@ -86,8 +95,27 @@ export class Block {
     this.blockOffset = blockOffset;
   }
 
-  /** Validates the block layout; throws CorruptionError naming `fileName` and `blockOffset`. */
-  static parse(data: Buffer, fileName: string, blockOffset: number): Block {
+  /**
+   * Validates the block layout; throws CorruptionError naming `fileName` and `blockOffset`.
+   * `arenaBacked`: `data` is a view of an arena slab (see leaveArena).
+   */
+  static parse(data: Buffer, fileName: string, blockOffset: number, arenaBacked = false): Block {
+    const block = Block.parseLayout(data, fileName, blockOffset);
+    block.arenaBacked = arenaBacked;
+    return block;
+  }
+
+  /**
+   * Moves an arena-backed block's contents into memory of its own, so that a block kept for long
+   * (the cache calls this on a hit) does not keep its whole slab alive. Idempotent.
+   */
+  leaveArena(): void {
+    if (!this.arenaBacked) return;
+    this.data = Buffer.from(this.data);
+    this.arenaBacked = false;
+  }
+
+  private static parseLayout(data: Buffer, fileName: string, blockOffset: number): Block {
     const fail = (reason: string): never => {
       throw new CorruptionError(fileName, blockOffset, `block of ${data.length} bytes: ${reason}`);
     };
@@ -141,11 +169,12 @@ export class Block {
     const limit = this.entriesEnd;
     let p = entryOffset;
     let shared: number;
-    // Fast path: single-byte header varints (keys and values under 128 bytes).
-    if (p + 3 <= limit && (data[p] | data[p + 1] | data[p + 2]) < 128) {
+    // Fast path: single-byte shared and key-length varints (keys under 128 bytes) and a value
+    // length of one or two bytes (values under 16 KiB).
+    if (p + 3 <= limit && (data[p] | data[p + 1]) < 128 && (!hasValueLength || data[p + 2] < 128 || (p + 4 <= limit && data[p + 3] < 128))) {
       shared = data[p];
       this.restartKeyLength = data[p + 1];
-      p += hasValueLength ? 3 : 2;
+      p += !hasValueLength ? 2 : data[p + 2] < 128 ? 3 : 4;
     } else {
       try {
         shared = readVarint32(data, p, limit);
@@ -193,6 +222,8 @@ const enum KnownOrder {
   Internal = 1,
   Bytewise = 2,
 }
+/** compareToTarget's answer for a key whose user key is below the target's. */
+const USER_KEY_BELOW = -2;
 const NO_INT32S = new Int32Array(0);
 const NO_FLOAT64S = new Float64Array(0);
 const INITIAL_KEY_CAPACITY_BYTES = 64;
@@ -232,6 +263,10 @@ export class BlockIterator implements InternalIterator {
   private patched = false;
   /** Set by findLastRestartBelow: the restart whose key equals the target, or -1. */
   private exactRestart = -1;
+  /** A restart index at or before the current entry's interval (see restartOfCurrentEntry). */
+  private restartHint = 0;
+  /** Key bytes the entry parsed last shares with the key before it (see advanceTo). */
+  private sharedBytes = 0;
 
   /** Decoded block handle of the current entry (index value formats). */
   handleOffset = 0;
@@ -273,6 +308,7 @@ export class BlockIterator implements InternalIterator {
     this.block = block;
     this.data = block.data;
     this.limit = block.entriesEnd;
+    this.restartHint = 0;
     this.invalidate();
   }
 
@@ -326,14 +362,9 @@ export class BlockIterator implements InternalIterator {
   }
 
   seekGE(target: Buffer, opts?: SeekOptions): void {
-    if (opts?.trySeekUsingNext && this.entryOffset >= 0) {
-      // The caller promises target >= its previous seek target, which is where we stand: stay,
-      // or step forward a few entries before paying for a binary search.
-      if (this.compareKeyTo(target) >= 0) return;
-      for (let i = 0; i < TRY_SEEK_USING_NEXT_STEPS; i++) {
-        this.next();
-        if (this.entryOffset < 0 || this.compareKeyTo(target) >= 0) return;
-      }
+    if (opts !== undefined && opts.trySeekUsingNext === true && this.entryOffset >= 0) {
+      this.seekGEForward(target);
+      return;
     }
     this.cacheIndex = -1;
     if (this.block === null || this.block.numRestarts === 0) return this.invalidate();
@@ -348,9 +379,7 @@ export class BlockIterator implements InternalIterator {
     if (r < 0) return; // the first key is already >= target
     // Restart r's key is < target: scan to the first key >= target. The scan never passes
     // restart r + 1, whose key is > target.
-    do {
-      if (!this.advance()) return;
-    } while (this.compareKeyTo(target) < 0);
+    this.advanceTo(target, false);
   }
 
   seekLT(target: Buffer): void {
@@ -390,7 +419,7 @@ export class BlockIterator implements InternalIterator {
 
   private invalidate(): void {
     this.entryOffset = -1;
-    this.keyView = null;
+    // keyView stays: it is a view of keyBuf, right again as soon as a key of its length is there.
     this.valueView = null;
     this.patched = false;
     this.cacheIndex = -1;
@@ -416,6 +445,162 @@ export class BlockIterator implements InternalIterator {
   private intervalEnd(restartIndex: number): number {
     const block = this.block as Block;
     return restartIndex + 1 < block.numRestarts ? block.restartPoint(restartIndex + 1) : this.limit;
+  }
+
+  /**
+   * seekGE under trySeekUsingNext: the caller promises that every entry before the current one
+   * is < target (it has not stepped past the answer), so the answer is the current entry or a
+   * later one, and nothing before the current restart interval needs looking at. Stay if the
+   * current key is >= target; else take one step (on interleaved data the answer is usually the
+   * next entry); else gallop over the restart keys after the current interval (1, 2, 4, ...
+   * restarts ahead), binary-search the bracket found, and scan forward from the last restart
+   * below the target, or from the current entry if that is still in the same interval. The cost
+   * grows with the log of the distance moved, not of the block's size, and a target within the
+   * current interval costs no restart comparison at all. Runs off the block's end (invalid) when
+   * every key left is < target: the table iterator then moves on to the next block.
+   */
+  private seekGEForward(target: Buffer): void {
+    let c = this.compareToTarget(target);
+    if (c >= 0) return;
+    // One step, over an older version of the current key without a comparison if it is one.
+    if (!(c === USER_KEY_BELOW && this.skipOlderVersion())) {
+      if (!this.advance()) return;
+      c = this.compareToTarget(target);
+      if (c >= 0) return;
+    }
+    const block = this.block as Block;
+    const current = this.restartOfCurrentEntry();
+    // Restarts <= below start at or before the current entry, so their keys are < target;
+    // restarts >= above have keys > target (or do not exist).
+    let below = current;
+    let above = block.numRestarts;
+    for (let step = 1; below + step < above; step *= 2) {
+      const r = this.compareRestartKey(below + step, target);
+      if (r === 0) return this.positionAtRestart(below + step);
+      if (r > 0) {
+        above = below + step;
+        break;
+      }
+      below += step;
+    }
+    while (above - below > 1) {
+      const mid = (below + above) >>> 1;
+      const r = this.compareRestartKey(mid, target);
+      if (r === 0) return this.positionAtRestart(mid);
+      if (r < 0) below = mid;
+      else above = mid;
+    }
+    // The current entry, or restart `below`, is < target; restart `above` is > target.
+    if (below === current) return this.advanceTo(target, c === USER_KEY_BELOW);
+    this.positionAtRestart(below);
+    this.advanceTo(target, false);
+  }
+
+  /**
+   * From an entry below target: steps to the first key >= target, or off the block's end.
+   * `userKeyBelow`: the current entry's user key is known to be below the target's. In
+   * internal-key blocks an entry holding the same user key as the one before it (same length,
+   * sharing the whole user key: in a sorted block nothing else can) is an older version of it,
+   * so once that user key compared below the target's, its other versions are stepped over
+   * without a comparison: a seek past a key with many versions compares each user key once.
+   */
+  private advanceTo(target: Buffer, userKeyBelow: boolean): void {
+    for (;;) {
+      const previousKeyLength = this.keyLength;
+      if (userKeyBelow && this.skipOlderVersion()) continue;
+      if (!this.advance()) return;
+      if (userKeyBelow && this.keyLength === previousKeyLength && this.sharedBytes >= this.keyLength - TRAILER_BYTES) continue;
+      const c = this.compareToTarget(target);
+      if (c >= 0) return;
+      userKeyBelow = c === USER_KEY_BELOW;
+    }
+  }
+
+  /**
+   * Compares the current key with target like compareKeyTo, except that in internal-key blocks
+   * a user key below the target's answers USER_KEY_BELOW rather than -1 (-1 is then the same
+   * user key with a trailer sorting first). Counts one comparison.
+   */
+  private compareToTarget(target: Buffer): number {
+    if (this.knownOrder !== KnownOrder.Internal) {
+      const c = this.compareKeyTo(target);
+      return c < 0 ? -1 : c > 0 ? 1 : 0;
+    }
+    perf.keyComparisons++;
+    const keyBuf = this.keyBuf;
+    const keyLength = this.keyLength;
+    const targetLength = target.length;
+    const c = compareByteRanges(keyBuf, 0, keyLength - TRAILER_BYTES, target, 0, targetLength - TRAILER_BYTES);
+    if (c !== 0) return c < 0 ? USER_KEY_BELOW : 1;
+    // Same user key: trailers order descending, from the most significant byte down.
+    for (let i = 1; i <= TRAILER_BYTES; i++) {
+      const ours = keyBuf[keyLength - i];
+      const theirs = target[targetLength - i];
+      if (ours !== theirs) return ours > theirs ? -1 : 1;
+    }
+    return 0;
+  }
+
+  /**
+   * advanceTo's step over an entry it needs no comparison for: if the next entry of a data
+   * block is another version of the current user key (same key length, sharing the whole user
+   * key) with one- or two-byte header varints, steps onto it decoding only what the entry after
+   * it needs (its key's trailer bytes and the value's extent) and returns true. Returns false,
+   * having moved nothing, for anything else (another key, the block's end, index values, a
+   * global seqno, an entry that does not fit the block, which parseEntry then reports), which
+   * advance() then handles.
+   */
+  private skipOlderVersion(): boolean {
+    const data = this.data;
+    const limit = this.limit;
+    const entryOffset = this.valueEnd;
+    // Index values (block handles) must be decoded entry by entry, and a global seqno patched.
+    if (this.valueFormat !== BlockValueFormat.Raw || this.globalSeqno >= 0 || entryOffset + 4 > limit) return false;
+    const shared = data[entryOffset];
+    const nonShared = data[entryOffset + 1];
+    const keyLength = this.keyLength;
+    if ((shared | nonShared) >= 128 || shared + nonShared !== keyLength || shared < keyLength - TRAILER_BYTES) return false;
+    let p = entryOffset + 2;
+    let valueLength = data[p];
+    if (valueLength < 128) {
+      p += 1;
+    } else if (data[p + 1] < 128) {
+      valueLength = (valueLength & 0x7f) | (data[p + 1] << 7);
+      p += 2;
+    } else {
+      return false;
+    }
+    if (nonShared + valueLength > limit - p) return false;
+    const keyBuf = this.keyBuf;
+    for (let i = 0; i < nonShared; i++) keyBuf[shared + i] = data[p + i];
+    this.sharedBytes = shared;
+    this.entryOffset = entryOffset;
+    this.valueStart = p + nonShared;
+    this.valueEnd = this.valueStart + valueLength;
+    this.valueView = null;
+    this.cacheIndex = -1;
+    return true;
+  }
+
+  private positionAtRestart(restartIndex: number): void {
+    this.cacheIndex = -1;
+    this.parseRestartEntry(restartIndex);
+    this.finishPosition();
+  }
+
+  /**
+   * The restart interval holding the current entry, found by walking forward from restartHint
+   * (positioning methods keep the hint at or before the current entry's interval, so a forward
+   * walk costs what the iterator moved since), or by binary search if the hint is past it.
+   */
+  private restartOfCurrentEntry(): number {
+    const block = this.block as Block;
+    const offset = this.entryOffset;
+    let r = this.restartHint;
+    if (r >= block.numRestarts || block.restartPoint(r) > offset) r = this.findRestartOfOffset(offset);
+    while (r + 1 < block.numRestarts && block.restartPoint(r + 1) <= offset) r++;
+    this.restartHint = r;
+    return r;
   }
 
   /** Index of the last restart point whose offset is <= `offset`. */
@@ -504,6 +689,7 @@ export class BlockIterator implements InternalIterator {
   }
 
   private parseRestartEntry(restartIndex: number): void {
+    this.restartHint = restartIndex;
     this.parseEntry((this.block as Block).restartPoint(restartIndex), true);
   }
 
@@ -519,15 +705,24 @@ export class BlockIterator implements InternalIterator {
     let shared: number;
     let nonShared: number;
     let valueLength = 0;
-    // Fast path: the three header varints are single bytes (always so for small keys/values).
-    if (p + 3 <= limit && (data[p] | data[p + 1] | data[p + 2]) < 128) {
+    // Fast path: single-byte shared and non-shared varints (always so for keys under 128 bytes),
+    // and a value length of one or two bytes (values under 16 KiB).
+    if (p + 3 <= limit && (data[p] | data[p + 1]) < 128) {
       shared = data[p];
       nonShared = data[p + 1];
+      p += 2;
       if (this.valueFormat !== BlockValueFormat.DeltaHandle) {
-        valueLength = data[p + 2];
-        p += 3;
-      } else {
-        p += 2;
+        const b = data[p];
+        if (b < 128) {
+          valueLength = b;
+          p += 1;
+        } else if (p + 2 <= limit && data[p + 1] < 128) {
+          valueLength = (b & 0x7f) | (data[p + 1] << 7);
+          p += 2;
+        } else {
+          valueLength = this.varint32At(p, entryOffset);
+          p = decoded.offset;
+        }
       }
     } else {
       shared = this.varint32At(p, entryOffset);
@@ -554,6 +749,7 @@ export class BlockIterator implements InternalIterator {
       data.copy(keyBuf, shared, p, p + nonShared);
     }
     this.keyLength = keyLength;
+    this.sharedBytes = shared;
     p += nonShared;
     this.valueStart = p;
     switch (this.valueFormat) {
@@ -641,6 +837,7 @@ export class BlockIterator implements InternalIterator {
   private fillIntervalCache(restartIndex: number, stopOffset: number, target: Buffer | null): void {
     this.cacheCount = 0;
     this.cacheKeysLength = 0;
+    this.restartHint = restartIndex;
     let p = (this.block as Block).restartPoint(restartIndex);
     let atRestart = true;
     let reachedTarget = false;

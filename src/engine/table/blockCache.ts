@@ -90,6 +90,9 @@ export class BlockCache {
     const entry = this.files.get(cacheId)?.get(blockOffset);
     if (entry === undefined) return null;
     perf.blockCacheHits++;
+    // A block hit once is likely hit again: give it memory of its own so it does not keep an
+    // arena slab of cold blocks alive (see blockArena.ts).
+    entry.block.leaveArena();
     this.pin(entry);
     return entry;
   }

@@ -17,11 +17,13 @@
  *   block's first key (<= every key) is compared with `lowerBound`. Seeks clamp their targets to
  *   the bounds, so only the direction of travel needs checking. Every bound comparison counts
  *   in perf.boundComparisons (and perf.keyComparisons).
- * - `seekGE(target, {trySeekUsingNext})`: when the target falls inside the current data block
- *   (target <= its separator), the block iterator steps forward from where it stands; otherwise
- *   the index iterator does (also with trySeekUsingNext) before the new block is searched. A
- *   seekGE that found nothing stays exhausted under trySeekUsingNext (targets only grow) until
- *   the bounds change.
+ * - `seekGE(target, {trySeekUsingNext})` (the caller has not moved past the answer; `next` in
+ *   between is allowed): when the target falls inside the current data block (target <= its
+ *   separator), the block iterator searches forward from where it stands, with no index search
+ *   and no block lookup; otherwise the index iterator searches forward from the current block's
+ *   entry (see BlockIterator) and only the block it lands on is loaded and searched. A seekGE
+ *   that found nothing stays exhausted under trySeekUsingNext (targets only grow) until the
+ *   iterator is repositioned otherwise.
  * - Empty data blocks are skipped in both directions.
  * - perf counts: seeks (first/last/seekGE/seekLT), nexts, prevs, and key comparisons.
  */
@@ -107,6 +109,9 @@ export class TableIterator implements InternalIterator {
   private upperSeekKey: Buffer | null = null;
   private lowerState = BoundState.Unknown;
   private upperState = BoundState.Unknown;
+  /** indexTarget's last answer and the target it was made from. */
+  private lastIndexTargetOf: Buffer | null = null;
+  private lastIndexTarget: Buffer = Buffer.alloc(0);
 
   constructor(source: TableBlockSource, options?: TableIteratorOptions) {
     this.source = source;
@@ -171,24 +176,26 @@ export class TableIterator implements InternalIterator {
   seekGE(target: Buffer, opts?: SeekOptions): void {
     this.checkOpen();
     perf.seeks++;
-    let t = target;
-    if (this.lowerBound !== null && this.compareUserKeyToBound(t, this.lowerBound) < 0) t = this.lowerSeekKey as Buffer;
-    if (opts?.trySeekUsingNext) {
-      if (!this.isValid) {
-        if (this.exhaustedBySeekGE) return;
-      } else if (this.targetInCurrentBlock(t)) {
-        // Targets only grow: the answer is at or after the current entry, in this block or a
-        // later one.
-        this.data.seekGE(t, opts);
-        this.settleForward();
+    if (opts !== undefined && opts.trySeekUsingNext === true) {
+      if (this.isValid) {
+        // The answer is the current entry or a later one. No lower-bound clamp: the current
+        // entry is within the bounds, so a target below the bound is below it too and stays.
+        if (this.targetInCurrentBlock(target)) {
+          // In this block, or (past its last key) the first key of the next one.
+          this.data.seekGE(target, opts);
+          this.settleForward();
+        } else {
+          // A later block: the index searches forward from the current block's entry.
+          this.index.seekGE(this.indexTarget(target), opts);
+          this.seekInIndexedBlock(target);
+        }
         this.exhaustedBySeekGE = !this.isValid;
         return;
-      } else {
-        this.index.seekGE(this.indexTarget(t), opts);
-        this.seekInIndexedBlock(t);
-        return;
       }
+      if (this.exhaustedBySeekGE) return;
     }
+    let t = target;
+    if (this.lowerBound !== null && this.compareUserKeyToBound(t, this.lowerBound) < 0) t = this.lowerSeekKey as Buffer;
     this.seekGEFull(t);
   }
 
@@ -268,9 +275,18 @@ export class TableIterator implements InternalIterator {
     this.settleBackward();
   }
 
-  /** The index key to seek for internal key `t`. */
+  /**
+   * The index key to seek for internal key `t`. A user-key index takes a view of t's user key,
+   * kept while callers pass the same target buffer (seek keys are reused buffers whose contents
+   * change between seeks: a view of the same bytes stays right), so a seek allocates nothing.
+   */
   private indexTarget(t: Buffer): Buffer {
-    return this.indexKeyIsUserKey ? t.subarray(0, t.length - TRAILER_BYTES) : t;
+    if (!this.indexKeyIsUserKey) return t;
+    if (t !== this.lastIndexTargetOf) {
+      this.lastIndexTargetOf = t;
+      this.lastIndexTarget = t.subarray(0, t.length - TRAILER_BYTES);
+    }
+    return this.lastIndexTarget;
   }
 
   /** True when `t` <= the current block's separator, i.e. its answer is in this block or later. */

@@ -54,6 +54,8 @@ import { FilterReader } from './filterReader';
 import { PartitionedFilter, PartitionedIndexIterator } from './partitionedIndex';
 import { IndexIterator, TableBlockSource, TableIterator, TableIteratorOptions } from './tableIterator';
 import { FragmentedTombstoneList, fragmentTombstones } from '../rangedel/fragmenter';
+import { BlockArena } from './blockArena';
+import { isNativeCodecError, NATIVE_CHECKSUM_TYPES, nativeBlockCodec, NativeBlockCodec } from '../../native/blockCodec';
 
 export interface TableReaderOptions {
   /** Verify every block checksum as it is read (default true). */
@@ -64,6 +66,11 @@ export interface TableReaderOptions {
   globalSeqno?: number;
   /** The file number in its database, for diagnostics. */
   fileNumber?: number;
+  /**
+   * Read blocks through the native codec when it is built and handles the file's checksum type
+   * (default true); false keeps this reader on the JavaScript path (tests compare the two).
+   */
+  useNativeCodec?: boolean;
 }
 
 export interface TableEntry {
@@ -107,6 +114,9 @@ class UncachedBlock implements BlockCacheHandle {
   release(): void {}
 }
 
+/** Where this thread's data blocks are decoded when the native codec reads them (blockArena.ts). */
+const dataBlockArena = new BlockArena();
+
 export class TableReader implements TableBlockSource {
   readonly path: string;
   readonly fileSizeBytes: number;
@@ -129,6 +139,8 @@ export class TableReader implements TableBlockSource {
   private readonly blockCache: BlockCache | null;
   private readonly cacheId: number;
   private fd: number;
+  /** The native block codec when it is built and handles this file's checksum type, else null. */
+  private readonly nativeCodec: NativeBlockCodec | null;
   /** Where readRawBlock() reads blocks of up to READ_SCRATCH_MAX_BYTES; grows on demand. */
   private readScratch: Buffer = Buffer.alloc(0);
   /** get()'s seek target (see pointSeekKey). */
@@ -147,6 +159,8 @@ export class TableReader implements TableBlockSource {
 
     const tail = this.readAt(Math.max(0, fileSizeBytes - FOOTER_BYTES), Math.min(FOOTER_BYTES, fileSizeBytes));
     this.footer = decodeFooter(tail, fileSizeBytes, path);
+    const nativeUsable = (opts.useNativeCodec ?? true) && NATIVE_CHECKSUM_TYPES.has(this.footer.checksumType);
+    this.nativeCodec = nativeUsable ? nativeBlockCodec : null;
     const fv = this.footer.formatVersion;
     if (fv < MIN_SUPPORTED_FORMAT_VERSION || fv > MAX_SUPPORTED_FORMAT_VERSION) {
       throw new IngestError('NOT_SUPPORTED', `${path}: format_version ${fv} is not supported (this reader handles ${MIN_SUPPORTED_FORMAT_VERSION}..${MAX_SUPPORTED_FORMAT_VERSION})`);
@@ -320,7 +334,8 @@ export class TableReader implements TableBlockSource {
       const hit = this.blockCache.lookup(this.cacheId, offset);
       if (hit !== null) return hit;
     }
-    const block = Block.parse(this.readBlock({ offset, size }, 'data', this.verifyChecksums), this.path, offset);
+    const arena = this.nativeCodec !== null ? dataBlockArena : null;
+    const block = Block.parse(this.readBlock({ offset, size }, 'data', this.verifyChecksums, arena), this.path, offset, arena !== null);
     perf.dataBlocksRead++;
     if (this.blockCache !== null && fillCache) return this.blockCache.insert(this.cacheId, offset, block);
     return new UncachedBlock(block);
@@ -548,10 +563,52 @@ export class TableReader implements TableBlockSource {
   }
 
   /** Reads, verifies (if asked) and decompresses one block; returns its contents. */
-  private readBlock(handle: BlockHandle, kind: BlockKind, verify: boolean): Buffer {
+  private readBlock(handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null = null): Buffer {
+    if (this.nativeCodec !== null) return this.readBlockNative(this.nativeCodec, handle, kind, verify, arena);
     const buf = this.readRawBlock(handle, kind);
     if (verify && !this.checksumMatches(buf, handle.size)) throw this.checksumError(buf, handle, kind);
     return this.decompress(buf, handle, kind);
+  }
+
+  /**
+   * readBlock() in one native call (src/native/blockCodec.ts): the same checks, the same errors.
+   * The handle is checked against the file here, before any read, exactly as readRawBlock() does.
+   */
+  private readBlockNative(codec: NativeBlockCodec, handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null): Buffer {
+    this.checkOpen();
+    const blocksEnd = this.fileSizeBytes - this.footer.footerBytes;
+    if (handle.size > MAX_BLOCK_BYTES || handle.offset + handle.size + BLOCK_TRAILER_BYTES > blocksEnd) {
+      throw new CorruptionError(this.path, handle.offset, `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`);
+    }
+    perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
+    try {
+      if (arena !== null) return arena.readBlock(codec, this.fd, handle.offset, handle.size, this.footer.checksumType, verify, MAX_BLOCK_BYTES);
+      return codec.readBlock(this.fd, handle.offset, handle.size, this.footer.checksumType, verify, MAX_BLOCK_BYTES);
+    } catch (e) {
+      throw this.nativeReadError(e, handle, kind);
+    }
+  }
+
+  /** Maps a native codec error to the error the JavaScript path throws for the same fault. */
+  private nativeReadError(e: unknown, handle: BlockHandle, kind: BlockKind): Error {
+    if (!isNativeCodecError(e)) return e instanceof Error ? e : new Error(`${kind} block read failed: ${String(e)}`);
+    switch (e.code) {
+      case 'SHORT_READ':
+        return new CorruptionError(this.path, handle.offset, `${kind} block: ${e.message}`);
+      case 'CHECKSUM_MISMATCH':
+        return new CorruptionError(this.path, handle.offset, `${kind} block checksum mismatch: stored 0x${(e.stored ?? 0).toString(16)}, computed 0x${(e.computed ?? 0).toString(16)}`);
+      case 'LZ4_MALFORMED':
+        return new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${e.message}`);
+      case 'UNSUPPORTED_COMPRESSION':
+        return new IngestError(
+          'NOT_SUPPORTED',
+          `${this.path}: ${kind} block at offset ${handle.offset} uses ${compressionName(e.compressionType ?? -1)} compression; only NoCompression, LZ4 and LZ4HC are supported`,
+        );
+      case 'IO':
+        return new IngestError('IO', `cannot read ${handle.size + BLOCK_TRAILER_BYTES} bytes at offset ${handle.offset} of ${this.path}: ${e.message}`, { cause: e });
+      default:
+        return e;
+    }
   }
 
   /**
