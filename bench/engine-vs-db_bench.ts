@@ -26,6 +26,9 @@
  * side's compaction would have chosen. Everything runs on one thread on each side, but RocksDB flushes on its
  * background threads while ours flushes on the event loop between writes.
  *
+ * Our block reads go through the native block codec when it is built (README, "The native block
+ * codec"); the output says whether it was; SST_INGEST_NATIVE=0 measures the JavaScript codecs.
+ *
  * Checks (untimed): our readseq sees exactly the distinct keys written, and our readrandom and
  * seekrandom find exactly the keys drawn that were written; db_bench's found counts are printed
  * beside ours (equal in expectation, not exactly).
@@ -38,6 +41,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
+import { nativeBlockCodecStatus } from '../src/native/blockCodec';
 import { ChecksumType } from '../src/sstwriter/checksum';
 import { CompressionType } from '../src/sstwriter/compression';
 import { ArgReader } from './support/args';
@@ -386,7 +390,7 @@ async function main(): Promise<void> {
     dbBenchFlags: 'figures' in rocks ? rocks.flags : null,
     dbBenchUnavailable: 'unavailable' in rocks ? rocks.unavailable : null,
     results: rows,
-    ours: { flushSeconds: ours.flushSeconds, filesPerLevelAfterFlush: ours.filesPerLevel },
+    ours: { flushSeconds: ours.flushSeconds, filesPerLevelAfterFlush: ours.filesPerLevel, blockCodec: nativeBlockCodecStatus },
     targetRatio: TARGET_RATIO,
     checks: ours.checks,
     loadAverage: { before: loadBefore, after: loadAfter, cpus: os.cpus().length },
@@ -405,6 +409,7 @@ async function main(): Promise<void> {
       );
     }
     console.log(`ours: flush after fill ${ours.flushSeconds.toFixed(2)} s; files per level ${JSON.stringify(ours.filesPerLevel)}`);
+    console.log(`ours: native block codec ${nativeBlockCodecStatus} (SST_INGEST_NATIVE=0 runs the JavaScript codecs instead)`);
     for (const c of ours.checks) console.log(`check: ${c}`);
     if (report.dbBenchUnavailable !== null) console.log(report.dbBenchUnavailable);
     if (report.dbBenchAssertionsEnabled === true) console.log('note: this db_bench is built with assertions enabled (its banner says so); a release build would be faster');

@@ -17,6 +17,8 @@ import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { ChecksumType } from '../src/sstwriter/checksum';
 import { CompressionType } from '../src/sstwriter/compression';
 import { TableReader } from '../src/engine/table/tableReader';
+import { ARENA_SLAB_BYTES, BlockArena } from '../src/engine/table/blockArena';
+import { BlockCache } from '../src/engine/table/blockCache';
 import { mulberry32 } from '../src/util/random';
 
 const required = process.env.SST_INGEST_REQUIRE_NATIVE === '1';
@@ -190,5 +192,89 @@ describeIfNative('tables read with and without the codec', () => {
       if (/Corruption|CORRUPTION/.test(viaNative)) errors++;
     }
     expect(errors).toBeGreaterThan(original.length / 2);
+  });
+});
+
+describeIfNative('the data-block arena', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'block-arena-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** A table of `entries` keys with values of `valueBytes`, one data block per `blockSizeBytes`. */
+  function writeTable(name: string, entries: number, valueBytes: number, blockSizeBytes: number): string {
+    const file = path.join(dir, name);
+    const w = new SstFileWriter(file, { compression: CompressionType.LZ4, checksumType: ChecksumType.XXH3, blockSizeBytes });
+    for (let i = 0; i < entries; i++) {
+      const key = Buffer.alloc(8);
+      key.writeUInt32BE(i, 4);
+      w.put(key, compressibleBuffer(valueBytes, i + 1));
+    }
+    w.finish();
+    return file;
+  }
+
+  /** The file's data block handles, from the index. */
+  function dataBlockHandles(file: string): Array<{ offset: number; size: number }> {
+    const r = TableReader.open(file, { useNativeCodec: false });
+    try {
+      const index = r.newIndexIterator();
+      const handles: Array<{ offset: number; size: number }> = [];
+      for (index.first(); index.valid(); index.next()) handles.push({ offset: index.handleOffset, size: index.handleSize });
+      return handles;
+    } finally {
+      r.close();
+    }
+  }
+
+  it('carves consecutive blocks out of shared slabs without overlap, and gives big blocks their own memory', () => {
+    const file = writeTable('arena.sst', 400, 100, 1024);
+    const handles = dataBlockHandles(file);
+    expect(handles.length).toBeGreaterThan(40);
+    const arena = new BlockArena(ARENA_SLAB_BYTES);
+    const fd = fs.openSync(file, 'r');
+    try {
+      const views = handles.map((h) => arena.readBlock(codec, fd, h.offset, h.size, ChecksumType.XXH3, true, 1 << 30));
+      // Same contents as a block read into memory of its own.
+      handles.forEach((h, i) => expect(views[i].equals(codec.readBlock(fd, h.offset, h.size, ChecksumType.XXH3, true, 1 << 30))).toBe(true));
+      // Views of one slab never overlap, and slabs are shared by many blocks.
+      const bySlab = new Map<ArrayBufferLike, Buffer[]>();
+      for (const v of views) bySlab.set(v.buffer, [...(bySlab.get(v.buffer) ?? []), v]);
+      expect(bySlab.size).toBeLessThan(views.length / 8);
+      for (const [slab, vs] of bySlab) {
+        expect(slab.byteLength).toBe(ARENA_SLAB_BYTES);
+        const sorted = [...vs].sort((a, b) => a.byteOffset - b.byteOffset);
+        for (let i = 1; i < sorted.length; i++) expect(sorted[i].byteOffset).toBeGreaterThanOrEqual(sorted[i - 1].byteOffset + sorted[i - 1].length);
+      }
+      // A tiny arena: every block is over a quarter of a slab, so each gets its own memory.
+      const tiny = new BlockArena(1024);
+      const own = handles.slice(0, 5).map((h) => tiny.readBlock(codec, fd, h.offset, h.size, ChecksumType.XXH3, true, 1 << 30));
+      expect(new Set(own.map((v) => v.buffer)).size).toBe(own.length);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+
+  it('a block hit in the cache leaves its slab, with the same contents', () => {
+    const file = writeTable('hot.sst', 400, 100, 1024);
+    const handles = dataBlockHandles(file);
+    const cache = new BlockCache(1 << 20);
+    const r = TableReader.open(file, { blockCache: cache });
+    try {
+      const first = r.loadDataBlock(handles[3].offset, handles[3].size);
+      const neighbour = r.loadDataBlock(handles[4].offset, handles[4].size);
+      const before = first.block.data;
+      expect(before.buffer).toBe(neighbour.block.data.buffer); // both in one slab
+      first.release();
+      const hit = r.loadDataBlock(handles[3].offset, handles[3].size);
+      expect(hit.block).toBe(first.block);
+      expect(hit.block.data.buffer).not.toBe(neighbour.block.data.buffer);
+      expect(hit.block.data.equals(before)).toBe(true);
+      hit.release();
+      neighbour.release();
+    } finally {
+      r.close();
+    }
   });
 });
