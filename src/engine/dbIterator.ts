@@ -22,7 +22,9 @@
  * key just returned?). Backward, LevelDB's scheme: the iterator walks back through all versions
  * of the previous user key, keeping the newest visible one in a saved key/value buffer, and ends
  * standing before that key. Switching direction repositions accordingly. A key with more than
- * MAX_SEQUENTIAL_SKIPS hidden versions is skipped by one reseek instead of step by step.
+ * MAX_SEQUENTIAL_SKIPS hidden versions is skipped by one reseek instead of step by step, and
+ * after MAX_SEQUENTIAL_SKIPS range-deleted keys in a row the merging iterator moves the children
+ * that hold only deleted entries there past the covered span (skipCoveredSpan).
  *
  * Bounds (user keys, lower inclusive, upper exclusive) are enforced by the children: per data
  * block in tables, per file in levels, per key only in memtables. This iterator never compares
@@ -42,7 +44,7 @@
  *
  * Key and value views stay valid until the iterator next moves.
  */
-import { InternalIterator, SeekOptions } from './iterator';
+import { CoveredRangeSkipper, InternalIterator, SeekOptions } from './iterator';
 import { BoundedInternalIterator } from './boundedIterator';
 import { compareByteRanges } from './keyCompare';
 import { perf } from './perfContext';
@@ -51,6 +53,10 @@ import { assert } from '../util/errors';
 import { RangeDelAggregator, RangeDelDirection } from './rangedel/rangeDelAggregator';
 
 const TRY_SEEK_USING_NEXT: SeekOptions = { trySeekUsingNext: true };
+
+function isCoveredRangeSkipper(it: InternalIterator): it is InternalIterator & CoveredRangeSkipper {
+  return typeof (it as Partial<CoveredRangeSkipper>).skipCoveredForward === 'function';
+}
 
 /** Hidden versions of one key stepped over before reseeking past them (RocksDB's default). */
 export const MAX_SEQUENTIAL_SKIPS = 8;
@@ -120,6 +126,8 @@ export class DbIterator {
   private readonly readSeekTrailer: Buffer = Buffer.alloc(TRAILER_BYTES);
   private closed = false;
   private readonly rangeDel: RangeDelAggregator;
+  /** The internal iterator, when it can skip range-deleted spans in bulk. */
+  private readonly skipper: CoveredRangeSkipper | null;
 
   /**
    * `rangeDel` holds (or will be given, by the children) the range tombstones of the sources;
@@ -137,6 +145,7 @@ export class DbIterator {
     this.readSeq = readSeq;
     this.onClose = onClose;
     this.rangeDel = rangeDel;
+    this.skipper = isCoveredRangeSkipper(internal) ? internal : null;
     writeTrailer(this.readSeekTrailer, 0, readSeq, ValueType.Seek);
   }
 
@@ -309,6 +318,8 @@ export class DbIterator {
   private findNextUserEntry(skipping: boolean): void {
     const it = this.internal;
     let skipped = 0;
+    /** Range-deleted user keys met in a row (see skipCoveredSpan). */
+    let rangeDeletedKeys = 0;
     while (it.valid()) {
       const ikey = it.key();
       const userKeyLength = ikey.length - TRAILER_BYTES;
@@ -323,7 +334,8 @@ export class DbIterator {
           }
         } else {
           const type = typeOf(ikey);
-          if (type === ValueType.Value && !this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Forward)) {
+          const rangeDeleted = type === ValueType.Value && this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Forward);
+          if (type === ValueType.Value && !rangeDeleted) {
             // Saved now rather than at next(): key() then returns one reusable view of it.
             this.savedKey.set(ikey, 0, userKeyLength);
             this.isValid = true;
@@ -334,11 +346,32 @@ export class DbIterator {
           this.savedKey.set(ikey, 0, userKeyLength);
           skipping = true;
           skipped = 0;
+          if (rangeDeleted && ++rangeDeletedKeys > MAX_SEQUENTIAL_SKIPS) {
+            // A run of range-deleted keys: let the children holding only deleted entries there
+            // jump to the end of the covered span (see MergingIterator.skipCoveredForward).
+            rangeDeletedKeys = 0;
+            if (this.skipCoveredSpan()) continue;
+          }
         }
       }
       it.next();
     }
     this.isValid = false;
+  }
+
+  /**
+   * The key just met (savedKey) is range-deleted: asks the merging iterator to move the children
+   * that hold nothing newer than the covering tombstone to the end of the span it covers whole
+   * (RangeDelAggregator.coveredSpanEnd). Returns whether the internal position changed. Without
+   * it a scan over N deleted keys visits all N; with it, about MAX_SEQUENTIAL_SKIPS per child
+   * and span.
+   */
+  private skipCoveredSpan(): boolean {
+    if (this.skipper === null) return false;
+    const end = this.rangeDel.coveredSpanEnd();
+    const coveringSeq = this.rangeDel.lastCoveringSeq();
+    if (end === null || coveringSeq === 0) return false;
+    return this.skipper.skipCoveredForward(end, coveringSeq);
   }
 
   /**

@@ -32,6 +32,26 @@ export interface InternalIterator {
   next(): void;
   prev(): void;
   close(): void;
+  /**
+   * Optional, for skipping range-deleted keys: an upper bound on the sequence number of every
+   * entry and range tombstone this iterator could yield moving forward from its current entry
+   * up to (excluding) user key `endUserKey`. Only asked while valid. An iterator that cannot tell
+   * does not implement it, and is then never skipped.
+   */
+  largestSeqBefore?(endUserKey: Buffer): number;
+}
+
+/**
+ * An iterator that can skip range-deleted entries in bulk (the merging iterator; see
+ * MergingIterator.skipCoveredForward).
+ */
+export interface CoveredRangeSkipper {
+  /**
+   * Moving forward: every child whose entries from its current one up to `endUserKey` are all
+   * older than `coveringSeq` seeks to `endUserKey`, since a range tombstone of that sequence
+   * number, visible to the reader, covers that whole span. Returns whether any child moved.
+   */
+  skipCoveredForward(endUserKey: Buffer, coveringSeq: number): boolean;
 }
 
 /**

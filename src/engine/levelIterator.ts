@@ -29,6 +29,9 @@
  * and trySeekUsingNext skips only files wholly below the target). Files outside the iteration
  * bounds are never opened and cannot cover a key inside them. A file without tombstones costs
  * one integer test when opened.
+ *
+ * largestSeqBefore (iterator.ts) answers from the files' metadata, so the merging iterator can
+ * seek this level past a span a newer range tombstone covers (see MergingIterator).
  */
 import { SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from './iterator';
 import { BoundedInternalIterator, boundSeekKey, compareToBound } from './boundedIterator';
@@ -117,6 +120,22 @@ export class LevelIterator implements BoundedInternalIterator {
     }
     if (this.enterFileBackward(this.files.length - 1)) (this.table as TableIterator).last();
     this.settleBackward();
+  }
+
+  /**
+   * The largest sequence number of the files from the current one up to the first file starting
+   * at or after `endUserKey` (a file's largestSeq covers its range tombstones too): nothing this
+   * level yields before `endUserKey` can be newer.
+   */
+  largestSeqBefore(endUserKey: Buffer): number {
+    assert(this.fileIndex >= 0, 'LevelIterator.largestSeqBefore() on an unpositioned level');
+    let largest = 0;
+    for (let i = this.fileIndex; i < this.files.length; i++) {
+      const file = this.files[i];
+      if (i > this.fileIndex && compareToBound(file.smallest, endUserKey) >= 0) break;
+      if (file.largestSeq > largest) largest = file.largestSeq;
+    }
+    return largest;
   }
 
   seekGE(target: Buffer, opts?: SeekOptions): void {

@@ -24,6 +24,11 @@ export interface PerfContext {
   prevs: number;
   /** Bytes read from table files (block contents plus trailers). */
   blockBytesRead: number;
+  /**
+   * Times a child iterator was moved past a span a range tombstone covers instead of stepping
+   * through its deleted entries (MergingIterator.skipCoveredForward).
+   */
+  rangeDelSkips: number;
 }
 
 export const perf: PerfContext = newPerfContext();
@@ -42,6 +47,7 @@ export function newPerfContext(): PerfContext {
     nexts: 0,
     prevs: 0,
     blockBytesRead: 0,
+    rangeDelSkips: 0,
   };
 }
 

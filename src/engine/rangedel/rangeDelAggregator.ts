@@ -180,6 +180,20 @@ export class RangeDelAggregator {
     return this.coveringSeq(userKey, 0, userKey.length, readSeq, direction);
   }
 
+  /**
+   * The span the last query's answer holds for, forward: its exclusive end (null when unbounded
+   * above or before any query) and the covering sequence number answered. Within
+   * [the last key, coveredSpanEnd()) no source has a fragment boundary, so one tombstone of
+   * sequence lastCoveringSeq() (if non-zero) covers all of it. Valid until sources are added.
+   */
+  coveredSpanEnd(): Buffer | null {
+    return this.regionValid ? this.regionUpper : null;
+  }
+
+  lastCoveringSeq(): number {
+    return this.regionValid && this.regionReadSeq >= 0 ? this.regionMaxSeq : 0;
+  }
+
   private coveringSeq(key: Buffer, keyStart: number, keyLength: number, readSeq: number, direction: RangeDelDirection): number {
     if (!this.regionValid) {
       this.rebuildRegion(key, keyStart, keyLength, Leave.Unknown);
