@@ -1,7 +1,7 @@
 /**
  * Range-deleted spans are skipped a child at a time, not an entry at a time: a forward scan over
- * N keys that a newer range tombstone covers visits a handful of their entries (perf.nexts counts
- * table-level steps), and still returns exactly the live keys: those outside the tombstone, those
+ * N keys that a newer range tombstone covers visits a handful of their entries (perf.nexts and
+ * perf.prevs count table-level steps), forward and backward, and still returns exactly the live keys: those outside the tombstone, those
  * written after it, and everything at a snapshot taken before it.
  */
 import * as fs from 'fs';
@@ -82,6 +82,16 @@ it.each([
   // 10,000 live keys; the 50,000 deleted ones cost only a few steps per skipped span.
   expect(got.nexts).toBeLessThan(expected.length + 20 * (MAX_SEQUENTIAL_SKIPS + 2));
   console.log(`tombstone ${flush ? 'in L0' : 'in the memtable'}: ${got.nexts} table steps for ${expected.length} live keys, ${KEYS - expected.length} deleted; ${got.skips} skips`);
+
+  // Backward over the whole database: the same keys, reversed, and the span skipped too.
+  resetPerfContext();
+  const back = engine.newIterator();
+  const reversed: number[] = [];
+  for (back.last(); back.valid(); back.prev()) reversed.push(back.key().readUInt32BE(4));
+  back.close();
+  expect(reversed).toEqual([...expected].reverse());
+  expect(perf.rangeDelSkips).toBeGreaterThan(0);
+  expect(perf.prevs).toBeLessThan(expected.length + 20 * (MAX_SEQUENTIAL_SKIPS + 2));
 
   // A snapshot from before the tombstone sees every key, unskipped.
   const old = scan({ snapshot: before });

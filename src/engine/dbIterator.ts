@@ -24,7 +24,8 @@
  * standing before that key. Switching direction repositions accordingly. A key with more than
  * MAX_SEQUENTIAL_SKIPS hidden versions is skipped by one reseek instead of step by step, and
  * after MAX_SEQUENTIAL_SKIPS range-deleted keys in a row the merging iterator moves the children
- * that hold only deleted entries there past the covered span (skipCoveredSpan).
+ * that hold only deleted entries there past the covered span (skipCoveredSpan; backward,
+ * skipCoveredSpanBackward to its start).
  *
  * Bounds (user keys, lower inclusive, upper exclusive) are enforced by the children: per data
  * block in tables, per file in levels, per key only in memtables. This iterator never compares
@@ -374,6 +375,15 @@ export class DbIterator {
     return this.skipper.skipCoveredForward(end, coveringSeq);
   }
 
+  /** skipCoveredSpan's mirror, moving backward to the covered span's start. */
+  private skipCoveredSpanBackward(): boolean {
+    if (this.skipper === null) return false;
+    const start = this.rangeDel.coveredSpanStart();
+    const coveringSeq = this.rangeDel.lastCoveringSeq();
+    if (start === null || coveringSeq === 0) return false;
+    return this.skipper.skipCoveredBackward(start, coveringSeq);
+  }
+
   /**
    * Seeks to the first entry after every version of `userKey` (savedKey, where the internal
    * iterator stands). The target is ahead of the internal position and the internal iterator
@@ -399,6 +409,8 @@ export class DbIterator {
   private findPrevUserEntry(): void {
     const it = this.internal;
     let type = ValueType.Deletion;
+    /** Range-deleted entries met in a row while no newer visible version is pending. */
+    let rangeDeletedEntries = 0;
     while (it.valid()) {
       const ikey = it.key();
       if (sequenceOf(ikey) <= this.readSeq) {
@@ -407,10 +419,14 @@ export class DbIterator {
           perf.keyComparisons++;
           if (compareByteRanges(ikey, 0, userKeyLength, this.savedKey.buf, 0, this.savedKey.length) < 0) break;
         }
-        type =
-          typeOf(ikey) === ValueType.Value && !this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Backward)
-            ? ValueType.Value
-            : ValueType.Deletion;
+        const rangeDeleted = typeOf(ikey) === ValueType.Value && this.rangeDel.shouldDelete(ikey, this.readSeq, RangeDelDirection.Backward);
+        type = typeOf(ikey) === ValueType.Value && !rangeDeleted ? ValueType.Value : ValueType.Deletion;
+        if (rangeDeleted && ++rangeDeletedEntries > MAX_SEQUENTIAL_SKIPS) {
+          // A run of range-deleted entries: nothing is pending (type is Deletion), and whatever
+          // the skipped children held down to the covered span's start is deleted too.
+          rangeDeletedEntries = 0;
+          if (this.skipCoveredSpanBackward()) continue;
+        }
         if (type === ValueType.Value) {
           this.savedKey.set(ikey, 0, userKeyLength);
           const v = it.value();

@@ -39,6 +39,8 @@ export interface InternalIterator {
    * does not implement it, and is then never skipped.
    */
   largestSeqBefore?(endUserKey: Buffer): number;
+  /** The same moving backward: entries and tombstones from the current entry down to user key `startUserKey` (inclusive). */
+  largestSeqFrom?(startUserKey: Buffer): number;
 }
 
 /**
@@ -52,6 +54,11 @@ export interface CoveredRangeSkipper {
    * number, visible to the reader, covers that whole span. Returns whether any child moved.
    */
   skipCoveredForward(endUserKey: Buffer, coveringSeq: number): boolean;
+  /**
+   * Moving backward: every child whose entries from its current one down to `startUserKey` are
+   * all older than `coveringSeq` seeks to its last entry before `startUserKey`.
+   */
+  skipCoveredBackward(startUserKey: Buffer, coveringSeq: number): boolean;
 }
 
 /**

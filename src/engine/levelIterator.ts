@@ -138,6 +138,18 @@ export class LevelIterator implements BoundedInternalIterator {
     return largest;
   }
 
+  /** largestSeqBefore's mirror: the files from the current one down to the last ending before `startUserKey`. */
+  largestSeqFrom(startUserKey: Buffer): number {
+    assert(this.fileIndex >= 0, 'LevelIterator.largestSeqFrom() on an unpositioned level');
+    let largest = 0;
+    for (let i = this.fileIndex; i >= 0; i--) {
+      const file = this.files[i];
+      if (i < this.fileIndex && compareToBound(file.largest, startUserKey) < 0) break;
+      if (file.largestSeq > largest) largest = file.largestSeq;
+    }
+    return largest;
+  }
+
   seekGE(target: Buffer, opts?: SeekOptions): void {
     this.checkOpen();
     let t = target;

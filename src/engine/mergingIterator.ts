@@ -143,6 +143,28 @@ export class MergingIterator implements InternalIterator, CoveredRangeSkipper {
     return true;
   }
 
+  /** skipCoveredForward's mirror for backward iteration (CoveredRangeSkipper). */
+  skipCoveredBackward(startUserKey: Buffer, coveringSeq: number): boolean {
+    if (this.direction !== Direction.Reverse || this.heapSize === 0) return false;
+    let startSeekKey: Buffer | null = null;
+    const heap = this.heap;
+    for (let h = 0; h < this.heapSize; h++) {
+      const i = heap[h];
+      const child = this.children[i];
+      if (child.largestSeqFrom === undefined) continue;
+      if (compareToBound(this.keys[i] as Buffer, startUserKey) < 0) continue;
+      if (child.largestSeqFrom(startUserKey) >= coveringSeq) continue;
+      // The first internal key of startUserKey: seekLT lands on the last entry below it.
+      startSeekKey ??= makeInternalKey(startUserKey, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+      child.seekLT(startSeekKey);
+      perf.rangeDelSkips++;
+    }
+    if (startSeekKey === null) return false;
+    this.forwardOnlySinceSeekGE = false;
+    this.rebuildHeap();
+    return true;
+  }
+
   // --- internals -------------------------------------------------------------------------------
 
   /** seekGE under trySeekUsingNext (see the module comment). */

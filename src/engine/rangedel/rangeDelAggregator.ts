@@ -190,6 +190,11 @@ export class RangeDelAggregator {
     return this.regionValid ? this.regionUpper : null;
   }
 
+  /** coveredSpanEnd's mirror: the inclusive start of the last query's span (null: unbounded below or none). */
+  coveredSpanStart(): Buffer | null {
+    return this.regionValid ? this.regionLower : null;
+  }
+
   lastCoveringSeq(): number {
     return this.regionValid && this.regionReadSeq >= 0 ? this.regionMaxSeq : 0;
   }
