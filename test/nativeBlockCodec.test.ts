@@ -54,6 +54,18 @@ function compressibleBuffer(length: number, seed: number): Buffer {
   return out;
 }
 
+/** A table of keys 0..entries-1 (8-byte big-endian) with XXH3 checksums and the values given. */
+function writeTable(file: string, entries: number, compression: CompressionType, blockSizeBytes: number, valueOf: (i: number) => Buffer): string {
+  const w = new SstFileWriter(file, { compression, checksumType: ChecksumType.XXH3, blockSizeBytes });
+  for (let i = 0; i < entries; i++) {
+    const key = Buffer.alloc(8);
+    key.writeUInt32BE(i, 4);
+    w.put(key, valueOf(i));
+  }
+  w.finish();
+  return file;
+}
+
 /** lz4-napi's raw LZ4 block of `raw` (it prefixes a u32le size, dropped here). */
 function lz4Raw(raw: Buffer): Buffer {
   return compressSync(raw).subarray(4);
@@ -140,18 +152,9 @@ describeIfNative('tables read with and without the codec', () => {
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  function writeTable(name: string, entries: number, compression: 'lz4' | 'none'): string {
-    const file = path.join(dir, name);
-    const w = new SstFileWriter(file, { compression: compression === 'lz4' ? CompressionType.LZ4 : CompressionType.None, checksumType: ChecksumType.XXH3, blockSizeBytes: 512 });
+  function writeRandomTable(name: string, entries: number, compression: CompressionType): string {
     const next = mulberry32(entries);
-    for (let i = 0; i < entries; i++) {
-      const key = Buffer.alloc(8);
-      key.writeUInt32BE(i * 3, 4);
-      const value = Buffer.from(`value-${i}-${'x'.repeat(Math.floor(next() * 40))}`);
-      w.put(key, value);
-    }
-    w.finish();
-    return file;
+    return writeTable(path.join(dir, name), entries, compression, 512, (i) => Buffer.from(`value-${i}-${'x'.repeat(Math.floor(next() * 40))}`));
   }
 
   /** Every entry of a table as "keyHex=valueHex" lines, or the error reading it threw. */
@@ -174,14 +177,14 @@ describeIfNative('tables read with and without the codec', () => {
   }
 
   it.each([['lz4'], ['none']] as const)('%s: both paths read the same entries', (compression) => {
-    const file = writeTable(`same-${compression}.sst`, 3000, compression);
+    const file = writeRandomTable(`same-${compression}.sst`, 3000, compression === 'lz4' ? CompressionType.LZ4 : CompressionType.None);
     const viaNative = readAll(file, true);
     expect(viaNative.split('\n')).toHaveLength(3000);
     expect(viaNative).toBe(readAll(file, false));
   });
 
   it('every flipped byte gives the same entries or the same error on both paths', () => {
-    const file = writeTable('flip.sst', 60, 'lz4');
+    const file = writeRandomTable('flip.sst', 60, CompressionType.LZ4);
     const original = fs.readFileSync(file);
     const flipped = path.join(dir, 'flipped.sst');
     let errors = 0;
@@ -204,17 +207,9 @@ describeIfNative('the data-block arena', () => {
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  /** A table of `entries` keys with values of `valueBytes`, one data block per `blockSizeBytes`. */
-  function writeTable(name: string, entries: number, valueBytes: number, blockSizeBytes: number): string {
-    const file = path.join(dir, name);
-    const w = new SstFileWriter(file, { compression: CompressionType.LZ4, checksumType: ChecksumType.XXH3, blockSizeBytes });
-    for (let i = 0; i < entries; i++) {
-      const key = Buffer.alloc(8);
-      key.writeUInt32BE(i, 4);
-      w.put(key, compressibleBuffer(valueBytes, i + 1));
-    }
-    w.finish();
-    return file;
+  /** A table of `entries` keys with compressible values of `valueBytes`, in blocks of `blockSizeBytes`. */
+  function writeCompressibleTable(name: string, entries: number, valueBytes: number, blockSizeBytes: number): string {
+    return writeTable(path.join(dir, name), entries, CompressionType.LZ4, blockSizeBytes, (i) => compressibleBuffer(valueBytes, i + 1));
   }
 
   /** The file's data block handles, from the index. */
@@ -231,7 +226,7 @@ describeIfNative('the data-block arena', () => {
   }
 
   it('carves consecutive blocks out of shared slabs without overlap, and gives big blocks their own memory', () => {
-    const file = writeTable('arena.sst', 400, 100, 1024);
+    const file = writeCompressibleTable('arena.sst', 400, 100, 1024);
     const handles = dataBlockHandles(file);
     expect(handles.length).toBeGreaterThan(40);
     const arena = new BlockArena(ARENA_SLAB_BYTES);
@@ -262,7 +257,7 @@ describeIfNative('the data-block arena', () => {
     // 600 blocks of about 1 KiB, read at random 20,000 times through a 64 KiB cache: the arena
     // allocates hundreds of slabs; once garbage is collected only those holding cached blocks
     // (and the cache's own copies of blocks it hit) may survive.
-    const file = writeTable('memory.sst', 6000, 100, 1024);
+    const file = writeCompressibleTable('memory.sst', 6000, 100, 1024);
     const cacheBytes = 64 * 1024;
     const child = spawnSync(process.execPath, ['--expose-gc', '--require', path.join(ROOT, 'test/support/swc-register.js'), path.join(ROOT, 'test/support/arenaMemoryChild.ts'), file, String(cacheBytes), '20000'], {
       encoding: 'utf8',
@@ -276,7 +271,7 @@ describeIfNative('the data-block arena', () => {
   });
 
   it('a block hit in the cache leaves its slab, with the same contents', () => {
-    const file = writeTable('hot.sst', 400, 100, 1024);
+    const file = writeCompressibleTable('hot.sst', 400, 100, 1024);
     const handles = dataBlockHandles(file);
     const cache = new BlockCache(1 << 20);
     const r = TableReader.open(file, { blockCache: cache });

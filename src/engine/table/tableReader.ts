@@ -524,6 +524,15 @@ export class TableReader implements TableBlockSource {
     }
   }
 
+  /** Before any read: the reader is open and the handle (plus trailer) lies inside the file's blocks. */
+  private checkBlockHandle(handle: BlockHandle, kind: BlockKind): void {
+    this.checkOpen();
+    const blocksEnd = this.fileSizeBytes - this.footer.footerBytes;
+    if (handle.size > MAX_BLOCK_BYTES || handle.offset + handle.size + BLOCK_TRAILER_BYTES > blocksEnd) {
+      throw new CorruptionError(this.path, handle.offset, `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`);
+    }
+  }
+
   /**
    * Reads a block and its 5-byte trailer, unverified, after checking the handle lies inside the
    * file. The result is only valid until the next read: blocks up to READ_SCRATCH_MAX_BYTES land
@@ -532,11 +541,7 @@ export class TableReader implements TableBlockSource {
    * before the result belong to the reader too: decompress() frames LZ4 payloads in place there.
    */
   private readRawBlock(handle: BlockHandle, kind: BlockKind): Buffer {
-    this.checkOpen();
-    const blocksEnd = this.fileSizeBytes - this.footer.footerBytes;
-    if (handle.size > MAX_BLOCK_BYTES || handle.offset + handle.size + BLOCK_TRAILER_BYTES > blocksEnd) {
-      throw new CorruptionError(this.path, handle.offset, `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`);
-    }
+    this.checkBlockHandle(handle, kind);
     const length = handle.size + BLOCK_TRAILER_BYTES;
     const frameBytes = LZ4_NAPI_SIZE_BYTES + length;
     let frame: Buffer;
@@ -572,14 +577,9 @@ export class TableReader implements TableBlockSource {
 
   /**
    * readBlock() in one native call (src/native/blockCodec.ts): the same checks, the same errors.
-   * The handle is checked against the file here, before any read, exactly as readRawBlock() does.
    */
   private readBlockNative(codec: NativeBlockCodec, handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null): Buffer {
-    this.checkOpen();
-    const blocksEnd = this.fileSizeBytes - this.footer.footerBytes;
-    if (handle.size > MAX_BLOCK_BYTES || handle.offset + handle.size + BLOCK_TRAILER_BYTES > blocksEnd) {
-      throw new CorruptionError(this.path, handle.offset, `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`);
-    }
+    this.checkBlockHandle(handle, kind);
     perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
     try {
       if (arena !== null) return arena.readBlock(codec, this.fd, handle.offset, handle.size, this.footer.checksumType, verify, MAX_BLOCK_BYTES);
