@@ -107,6 +107,8 @@ interface SideResult {
   fullCompactionSeconds: number;
   /** Live keys after the full compaction (ours: counted; db_bench: not reported). */
   liveKeys: number | null;
+  /** Ours only: writes paced by the L0 slowdown and stopped at the L0 stop trigger during the fill. */
+  writeControl: { delayedWrites: number; writeDelayMs: number; level0WriteStalls: number } | null;
 }
 
 function mulberry32(seed: number): () => number {
@@ -206,6 +208,7 @@ async function runOurs(profile: Profile, num: number, dir: string): Promise<Side
     fillSeconds,
     fullCompactionSeconds,
     liveKeys,
+    writeControl: { delayedWrites: afterFill.delayedWrites, writeDelayMs: afterFill.writeDelayMs, level0WriteStalls: afterFill.level0WriteStalls },
   };
 }
 
@@ -267,6 +270,7 @@ function runDbBench(profile: Profile, num: number, dir: string): SideResult {
     fillSeconds: (fill.micros.get('fillrandom') ?? NaN) + (fill.micros.get('flush') ?? 0) + (fill.micros.get('waitforcompaction') ?? 0),
     fullCompactionSeconds: compact.micros.get('compact') ?? NaN,
     liveKeys: null,
+    writeControl: null,
   };
 }
 
@@ -336,6 +340,8 @@ async function main(): Promise<void> {
     console.log(`${''.padEnd(width)}  ${'ours'.padStart(14)}  ${'db_bench'.padStart(14)}`);
     for (const [name, f] of rows) console.log(`${name.padEnd(width)}  ${f(ours).padStart(14)}  ${(theirs === null ? 'n/a' : f(theirs)).padStart(14)}`);
     if (ours.liveKeys !== null) console.log(`(ours: ${ours.liveKeys} live keys after the full compaction, checked against the workload)`);
+    const wc = ours.writeControl;
+    if (wc !== null) console.log(`(ours during the fill: ${wc.delayedWrites} writes paced by the L0 slowdown for ${wc.writeDelayMs.toFixed(0)} ms, ${wc.level0WriteStalls} stopped at the L0 stop trigger)`);
   }
   if (!peer) console.log('\ndb_bench is not on PATH (package rocksdb-tools): RocksDB figures not measured.');
 }

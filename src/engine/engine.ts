@@ -68,6 +68,7 @@ import { BoundedInternalIterator, PerKeyBoundsIterator } from './boundedIterator
 import { DbIterator } from './dbIterator';
 import { CompactionScheduler, CompactionStats } from './compaction/compactionScheduler';
 import { CompactionOptions, resolveCompactionOptions } from './compaction/compactionOptions';
+import { WriteDelay } from './writeDelay';
 // Ingestion (issue 7): the job lives in ingest/; the engine exposes the hooks it needs.
 import { RunningCompactions } from './runningCompactions';
 import { IngestionHost } from './ingest/ingestionHost';
@@ -151,6 +152,9 @@ export interface EngineStats {
   flushBytesWritten: number;
   /** Writes that waited because L0 reached level0StopWritesTrigger (also counted in writeStalls). */
   level0WriteStalls: number;
+  /** Writes paced because L0 reached level0SlowdownWritesTrigger, and the time they were told to wait. */
+  delayedWrites: number;
+  writeDelayMs: number;
   compaction: CompactionStats;
 }
 
@@ -220,6 +224,10 @@ const DEFAULTS = {
 const MIN_WRITE_BUFFER_BYTES = 4 * 1024;
 const MAX_INITIAL_ARENA_BYTES = 4 * 1024 * 1024;
 
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 function invalid(message: string): IngestError {
   return new IngestError('INVALID_ARGUMENT', message);
 }
@@ -248,6 +256,10 @@ export class Engine {
   private readonly compactions: CompactionScheduler;
   private flushBytesWritten = 0;
   private level0StallCount = 0;
+  /** Paces writes while L0 is past the slowdown trigger (writeDelay.ts). */
+  private readonly writeDelay: WriteDelay;
+  private delayedWriteCount = 0;
+  private writeDelayMs = 0;
   private flushWaiters: Array<() => void> = [];
   private backgroundError: Error | null = null;
   private closing = false;
@@ -296,6 +308,7 @@ export class Engine {
     this.wal = recovered.wal;
     this.liveLogNumbers = recovered.liveLogNumbers;
     this.recovery = recovered.report;
+    const resolvedCompaction = resolveCompactionOptions(compactionOptions);
     this.compactions = new CompactionScheduler(
       {
         dir,
@@ -315,8 +328,9 @@ export class Engine {
           if (this.backgroundError === null) this.backgroundError = err;
         },
       },
-      resolveCompactionOptions(compactionOptions),
+      resolvedCompaction,
     );
+    this.writeDelay = new WriteDelay(resolvedCompaction.delayedWriteRateBytesPerSecond);
   }
 
   // --- open / close ------------------------------------------------------------------------------
@@ -713,6 +727,8 @@ export class Engine {
       levelScores: this.compactions.levelScores(),
       flushBytesWritten: this.flushBytesWritten,
       level0WriteStalls: this.level0StallCount,
+      delayedWrites: this.delayedWriteCount,
+      writeDelayMs: this.writeDelayMs,
       compaction: this.compactions.stats(),
     };
   }
@@ -806,7 +822,11 @@ export class Engine {
    */
   private mustMakeRoom(): boolean {
     return (
-      this.mem.approximateMemoryUsageBytes >= this.writeBufferSizeBytes || this.closing || this.backgroundError !== null || this.writesResumed !== null
+      this.mem.approximateMemoryUsageBytes >= this.writeBufferSizeBytes ||
+      this.closing ||
+      this.backgroundError !== null ||
+      this.writesResumed !== null ||
+      (this.writeDelay.owing && this.writeDelay.waitMs(performance.now()) > 0)
     );
   }
 
@@ -819,6 +839,19 @@ export class Engine {
         // An ingestion stopped writes around a flush it needs (stopWrites).
         await this.writesResumed;
         continue;
+      }
+      if (this.writeDelay.owing) {
+        // Slowed down (L0 at the slowdown trigger): pay the writes booked so far at the delayed
+        // rate, unless compactions have brought L0 back under the trigger meanwhile.
+        const waitMs = this.compactions.shouldSlowWrites() ? this.writeDelay.waitMs(performance.now()) : 0;
+        if (waitMs === 0) {
+          if (!this.compactions.shouldSlowWrites()) this.writeDelay.reset();
+        } else {
+          this.delayedWriteCount++;
+          this.writeDelayMs += waitMs;
+          await sleep(waitMs);
+          continue;
+        }
       }
       if (this.mem.approximateMemoryUsageBytes < this.writeBufferSizeBytes) return;
       if (this.compactions.shouldStallWrites()) {
@@ -857,6 +890,7 @@ export class Engine {
     this.inserter.mem = this.mem;
     iterateRecords(batch.encoded(), seq, this.inserter, { file: this.wal.path, offset: 0 });
     this.versions.lastSequence = seq + batch.count - 1;
+    if (this.compactions.shouldSlowWrites()) this.writeDelay.charge(batch.byteSize, performance.now());
   }
 
   private switchMemtable(): void {

@@ -22,7 +22,10 @@
  *
  * Write stalls: when auto compactions are on and L0 holds level0StopWritesTrigger files or more,
  * a writer that needs a new memtable waits for compaction progress instead of failing
- * (`waitForProgress`), as RocksDB stops writes.
+ * (`waitForProgress`), as RocksDB stops writes. Before that, from level0SlowdownWritesTrigger
+ * files, writes are paced to delayedWriteRateBytesPerSecond (`shouldSlowWrites`; the engine's
+ * WriteDelay), which matters doubly here: compactions run on the writers' own event loop, so a
+ * paced writer is what gives them the CPU to catch up.
  *
  * Manual compaction (`compactRange`): waits for the running job, holds the slot, then compacts
  * each level from L0 down to the deepest level holding keys of the range into the next level
@@ -162,6 +165,13 @@ export class CompactionScheduler {
     } catch {
       // run() recorded it as the engine's background error.
     }
+  }
+
+  /** True when writes are paced (L0 at or past level0SlowdownWritesTrigger, below the stop). */
+  shouldSlowWrites(): boolean {
+    if (this.options.disableAutoCompactions) return false;
+    const l0 = this.host.currentVersion().files[0].length;
+    return l0 >= this.options.level0SlowdownWritesTrigger && l0 < this.options.level0StopWritesTrigger;
   }
 
   /** True when writers needing a new memtable must wait for L0 to shrink. */
