@@ -8,11 +8,12 @@
  * byte is folded in arithmetically rather than hashed. kNoChecksum stores 0.
  *
  * Hashing is done by native or WebAssembly code because checksums sit on every block read and
- * write. XXH3 goes through the project's native block codec when it is built (src/native/
- * blockCodec.ts: about 0.4 µs per 4 KiB block, call included), otherwise through hash-wasm: @node-rs/xxhash's napi call returns a BigInt and costs about
- * 2.5 µs per 4 KiB block against about 1 µs for hash-wasm. hash-wasm instantiates its module
- * asynchronously, so until `checksumsReady` resolves (a few event-loop turns after this module
- * loads) XXH3 falls back to @node-rs/xxhash, which computes the same values.
+ * write. XXH3 goes through the project's native block codec when it is built
+ * (src/native/blockCodec.ts: about 0.4 µs per 4 KiB block, call included), otherwise through
+ * hash-wasm (about 1 µs; @node-rs/xxhash's napi call returns a BigInt and costs about 2.5 µs).
+ * hash-wasm instantiates its module asynchronously, so until `checksumsReady` resolves (a few
+ * event-loop turns after this module loads) that path falls back to @node-rs/xxhash, which
+ * computes the same values.
  */
 import { crc32c } from '@node-rs/crc32';
 import { xxh3, xxh32, xxh64 } from '@node-rs/xxhash';
