@@ -32,10 +32,11 @@
  *   entries of that restart interval (as RocksDB does) so a run of `prev()` calls costs one scan
  *   per interval, not one per entry.
  * - `seekGE(target, {trySeekUsingNext: true})` on a positioned iterator searches forward only:
- *   the current entry, the next one, then the restart keys after the current interval by
- *   galloping, so its cost grows with the distance moved rather than the block's size.
+ *   the current entry, up to TRY_SEEK_USING_NEXT_STEPS next ones, then the restart keys after
+ *   the current interval by galloping, so its cost grows with the distance moved rather than
+ *   the block's size.
  */
-import { InternalIterator, SeekOptions } from '../iterator';
+import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
 import { perf } from '../perfContext';
 import { decoded, readVarint32, readVarint64, zigzagDecode } from '../../util/coding';
 import { CorruptionError, assert } from '../../util/errors';
@@ -451,8 +452,8 @@ export class BlockIterator implements InternalIterator {
    * seekGE under trySeekUsingNext: the caller promises that every entry before the current one
    * is < target (it has not stepped past the answer), so the answer is the current entry or a
    * later one, and nothing before the current restart interval needs looking at. Stay if the
-   * current key is >= target; else take one step (on interleaved data the answer is usually the
-   * next entry); else gallop over the restart keys after the current interval (1, 2, 4, ...
+   * current key is >= target; else take up to TRY_SEEK_USING_NEXT_STEPS steps (Pebble's few
+   * nexts: on interleaved data the answer is usually close); else gallop over the restart keys after the current interval (1, 2, 4, ...
    * restarts ahead), binary-search the bracket found, and scan forward from the last restart
    * below the target, or from the current entry if that is still in the same interval. The cost
    * grows with the log of the distance moved, not of the block's size, and a target within the
@@ -462,8 +463,10 @@ export class BlockIterator implements InternalIterator {
   private seekGEForward(target: Buffer): void {
     let c = this.compareToTarget(target);
     if (c >= 0) return;
-    // One step, over an older version of the current key without a comparison if it is one.
-    if (!(c === USER_KEY_BELOW && this.skipOlderVersion())) {
+    // A few steps first (the answer is usually close), each over an older version of the
+    // current key without a comparison when it is one.
+    for (let i = 0; i < TRY_SEEK_USING_NEXT_STEPS; i++) {
+      if (c === USER_KEY_BELOW && this.skipOlderVersion()) continue;
       if (!this.advance()) return;
       c = this.compareToTarget(target);
       if (c >= 0) return;
