@@ -12,7 +12,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { spawn } from 'child_process';
+import { runTsChildAndKill } from './support/killChild';
 import { Engine } from '../src/engine/engine';
 import { KEY_SPACE, keyName, modelAfter } from './support/ingestCrashChild';
 import { mulberry32 } from '../src/util/random';
@@ -21,44 +21,6 @@ const ROOT = path.join(__dirname, '..');
 const ROUNDS = 32;
 
 const rng = mulberry32;
-
-/** Runs the child from `startStep`; SIGKILLs it `killAfterMs` after it opened (or after spawn). */
-function runAndKill(dir: string, staging: string, startStep: number, killAfterMs: number, afterOpen: boolean): Promise<number[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--require', path.join(ROOT, 'test/support/swc-register.js'), path.join(ROOT, 'test/support/ingestCrashChild.ts'), dir, staging, String(startStep)],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const acked: number[] = [];
-    let pending = '';
-    let stderr = '';
-    let timer: NodeJS.Timeout | null = null;
-    const arm = (): void => {
-      if (timer === null) timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    };
-    if (!afterOpen) arm();
-    const take = (line: string): void => {
-      if (line === 'open') arm();
-      else if (line !== '') acked.push(Number(line));
-    };
-    child.stdout.on('data', (d: Buffer) => {
-      pending += d.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop() as string;
-      lines.forEach(take);
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('exit', (code, signal) => {
-      if (timer !== null) clearTimeout(timer);
-      pending.split('\n').forEach(take);
-      if (signal !== 'SIGKILL') reject(new Error(`child exited with ${code}: ${stderr}`));
-      else resolve(acked);
-    });
-  });
-}
 
 function sameContents(actual: Map<string, string>, expected: Map<string, string>): boolean {
   if (actual.size !== expected.size) return false;
@@ -111,7 +73,7 @@ test(`an ingestion is wholly visible or not at all across ${ROUNDS} SIGKILLs, an
       // One kill in six lands during startup (recovery, orphan deletion, manifest creation).
       const afterOpen = r() >= 1 / 6;
       const delay = afterOpen ? Math.floor(r() * 200) : Math.floor(r() * 400);
-      const acked = await runAndKill(dir, staging, held + 1, delay, afterOpen);
+      const acked = await runTsChildAndKill(ROOT, 'test/support/ingestCrashChild.ts', [dir, staging, String(held + 1)], delay, afterOpen);
       for (let i = 0; i < acked.length; i++) expect(acked[i]).toBe(held + 1 + i);
       totalAcked += acked.length;
       const lastAcked = held + acked.length;

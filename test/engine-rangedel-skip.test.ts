@@ -25,12 +25,11 @@ const value = (i: number, round: number): Buffer => Buffer.from(`v${round}-${i}`
 let dir: string;
 let engine: Engine;
 
-beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rangedel-skip-'));
-  engine = await Engine.open(dir, { writeBufferSizeBytes: 1 << 20, table: { blockSizeBytes: 4096 } });
+/** Puts every key with its value of `round`, in batches of 1,000, then flushes. */
+async function putEveryKey(round: number): Promise<void> {
   let b = new WriteBatch();
   for (let i = 0; i < KEYS; i++) {
-    b.put(key(i), value(i, 0));
+    b.put(key(i), value(i, round));
     if (b.count === 1000) {
       await engine.write(b);
       b = new WriteBatch();
@@ -38,6 +37,12 @@ beforeEach(async () => {
   }
   await engine.write(b);
   await engine.flush();
+}
+
+beforeEach(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rangedel-skip-'));
+  engine = await Engine.open(dir, { writeBufferSizeBytes: 1 << 20, table: { blockSizeBytes: 4096 } });
+  await putEveryKey(0);
   await engine.compactRange(); // the keys in the bottom level, in several files
 });
 
@@ -115,16 +120,7 @@ it('an older tombstone under newer data skips nothing it must not', async () => 
   await engine.deleteRange(key(DELETE_FROM), key(DELETE_TO));
   await engine.flush();
   // Rewrite every key after the tombstone: all of them are live again.
-  let b = new WriteBatch();
-  for (let i = 0; i < KEYS; i++) {
-    b.put(key(i), value(i, 2));
-    if (b.count === 1000) {
-      await engine.write(b);
-      b = new WriteBatch();
-    }
-  }
-  await engine.write(b);
-  await engine.flush();
+  await putEveryKey(2);
   const got = scan();
   expect(got.keys).toEqual(range(0, KEYS));
   expect(got.values.every((v, i) => v === `v2-${i}`)).toBe(true);

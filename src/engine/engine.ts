@@ -843,14 +843,16 @@ export class Engine {
       if (this.writeDelay.owing) {
         // Slowed down (L0 at the slowdown trigger): pay the writes booked so far at the delayed
         // rate, unless compactions have brought L0 back under the trigger meanwhile.
-        const waitMs = this.compactions.shouldSlowWrites() ? this.writeDelay.waitMs(performance.now()) : 0;
-        if (waitMs === 0) {
-          if (!this.compactions.shouldSlowWrites()) this.writeDelay.reset();
+        if (!this.compactions.shouldSlowWrites()) {
+          this.writeDelay.reset();
         } else {
-          this.delayedWriteCount++;
-          this.writeDelayMs += waitMs;
-          await sleep(waitMs);
-          continue;
+          const waitMs = this.writeDelay.waitMs(performance.now());
+          if (waitMs > 0) {
+            this.delayedWriteCount++;
+            this.writeDelayMs += waitMs;
+            await sleep(waitMs);
+            continue;
+          }
         }
       }
       if (this.mem.approximateMemoryUsageBytes < this.writeBufferSizeBytes) return;

@@ -8,11 +8,10 @@
  *
  * A failed check throws an Error naming the round and the batch; the caller sees it as a failure.
  */
-import * as path from 'path';
-import { spawn } from 'child_process';
 import { Engine } from '../../src/engine/engine';
 import { batchKeys, batchValue } from './crashWriter';
 import { mulberry32 } from '../../src/util/random';
+import { runTsChildAndKill } from './killChild';
 
 export interface CrashRoundsOptions {
   /** The database directory (created by the first round). */
@@ -33,42 +32,6 @@ export interface CrashRoundsSummary {
   batchesPresent: number;
   /** Rounds killed before the child had opened the database. */
   killsDuringStartup: number;
-}
-
-/** Runs the writer from `startId` and SIGKILLs it `killAfterMs` after it opened (or after spawn). */
-function runAndKill(root: string, dir: string, startId: number, killAfterMs: number, afterOpen: boolean): Promise<number[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--require', path.join(root, 'test/support/swc-register.js'), path.join(root, 'test/support/crashWriter.ts'), dir, String(startId)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const acked: number[] = [];
-    let pending = '';
-    let stderr = '';
-    let timer: NodeJS.Timeout | null = null;
-    const arm = (): void => {
-      if (timer === null) timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    };
-    if (!afterOpen) arm();
-    child.stdout.on('data', (d: Buffer) => {
-      pending += d.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop() as string;
-      for (const line of lines) {
-        if (line === 'open') arm();
-        else acked.push(Number(line));
-      }
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('exit', (code, signal) => {
-      if (timer !== null) clearTimeout(timer);
-      // Lines the child wrote before dying may still be in the pipe: they were acknowledged.
-      for (const line of pending.split('\n')) if (line !== '' && line !== 'open') acked.push(Number(line));
-      if (signal !== 'SIGKILL') reject(new Error(`writer exited with ${code}: ${stderr}`));
-      else resolve(acked);
-    });
-  });
 }
 
 /** Verifies the database; returns the id after the last batch present. */
@@ -109,7 +72,7 @@ export async function runCrashRounds(opts: CrashRoundsOptions): Promise<CrashRou
     const afterOpen = r() >= 0.2;
     if (!afterOpen) summary.killsDuringStartup++;
     const delay = afterOpen ? 20 + Math.floor(r() * 250) : Math.floor(r() * 500);
-    const acked = await runAndKill(opts.root, opts.dir, nextId, delay, afterOpen);
+    const acked = await runTsChildAndKill(opts.root, 'test/support/crashWriter.ts', [opts.dir, String(nextId)], delay, afterOpen);
     summary.batchesAcknowledged += acked.length;
     nextId = await verify(opts.dir, nextId, acked, round);
     summary.rounds = round + 1;
