@@ -463,10 +463,12 @@ export class BlockIterator implements InternalIterator {
   private seekGEForward(target: Buffer): void {
     let c = this.compareToTarget(target);
     if (c >= 0) return;
-    // A few steps first (the answer is usually close), each over an older version of the
-    // current key without a comparison when it is one.
+    // A few steps first (the answer is usually close). The older versions of a user key below
+    // the target's are stepped over first, without comparisons and without counting as steps:
+    // a skip costs less than one restart comparison of the gallop below, and it stops at the
+    // block's end, so this walks at most the block's entries.
     for (let i = 0; i < TRY_SEEK_USING_NEXT_STEPS; i++) {
-      if (c === USER_KEY_BELOW && this.skipOlderVersion()) continue;
+      if (c === USER_KEY_BELOW) while (this.skipOlderVersion()) continue;
       if (!this.advance()) return;
       c = this.compareToTarget(target);
       if (c >= 0) return;
