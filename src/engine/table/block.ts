@@ -32,9 +32,10 @@
  *   entries of that restart interval (as RocksDB does) so a run of `prev()` calls costs one scan
  *   per interval, not one per entry.
  * - `seekGE(target, {trySeekUsingNext: true})` on a positioned iterator searches forward only:
- *   the current entry, up to TRY_SEEK_USING_NEXT_STEPS next ones, then the restart keys after
- *   the current interval by galloping, so its cost grows with the distance moved rather than
- *   the block's size.
+ *   the current entry, up to TRY_SEEK_USING_NEXT_STEPS next keys (older versions of a key
+ *   already below the target are stepped over without comparisons and do not count), then the
+ *   restart keys after the current interval by galloping, so its cost grows with the distance
+ *   moved rather than the block's size.
  */
 import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
 import { perf } from '../perfContext';
@@ -453,8 +454,10 @@ export class BlockIterator implements InternalIterator {
    * is < target (it has not stepped past the answer), so the answer is the current entry or a
    * later one, and nothing before the current restart interval needs looking at. Stay if the
    * current key is >= target; else take up to TRY_SEEK_USING_NEXT_STEPS steps (Pebble's few
-   * nexts: on interleaved data the answer is usually close); else gallop over the restart keys after the current interval (1, 2, 4, ...
-   * restarts ahead), binary-search the bracket found, and scan forward from the last restart
+   * nexts: on interleaved data the answer is usually close), not counting the older versions of
+   * a user key below the target's, which are stepped over uncompared; else gallop over the
+   * restart keys after the current interval (1, 2, 4, ... restarts ahead), binary-search the
+   * bracket found, and scan forward from the last restart
    * below the target, or from the current entry if that is still in the same interval. The cost
    * grows with the log of the distance moved, not of the block's size, and a target within the
    * current interval costs no restart comparison at all. Runs off the block's end (invalid) when
