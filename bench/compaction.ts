@@ -4,7 +4,11 @@
  * the same run.
  *
  * Usage: npm run build && node dist/bench/compaction.js [--num N] [--profile default|small|both]
- *        [--json] [--keep DIR]
+ *        [--compaction-pri min-overlapping-ratio|round-robin] [--json] [--keep DIR]
+ *
+ * --compaction-pri picks how our levels >= 1 choose the file to compact (default
+ * min-overlapping-ratio, which is also db_bench's default compaction_pri, kMinOverlappingRatio);
+ * db_bench runs with its default either way.
  *
  * Workload (both sides): `num` puts of keys drawn uniformly with replacement from [0, num) (so
  * about 63% of them distinct and the rest overwrites), each key the 8-byte big-endian index,
@@ -38,6 +42,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
+import { COMPACTION_PRIS, CompactionPri } from '../src/engine/compaction/compactionPicker';
 import { CompressionType } from '../src/sstwriter/compression';
 import { ArgReader } from './support/args';
 
@@ -61,12 +66,13 @@ const PROFILES: Record<string, Profile> = {
 interface Args {
   num: number;
   profiles: Profile[];
+  compactionPri: CompactionPri;
   json: boolean;
   keepDir: string | null;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { num: 1_000_000, profiles: [PROFILES.default, PROFILES.small], json: false, keepDir: null };
+  const args: Args = { num: 1_000_000, profiles: [PROFILES.default, PROFILES.small], compactionPri: 'min-overlapping-ratio', json: false, keepDir: null };
   const r = new ArgReader(argv);
   for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
@@ -80,6 +86,13 @@ function parseArgs(argv: readonly string[]): Args {
         else throw new Error(`--profile must be default, small or both, got "${p}"`);
         break;
       }
+      case '--compaction-pri': {
+        const p = r.value();
+        const known = COMPACTION_PRIS.find((c) => c === p);
+        if (known === undefined) throw new Error(`--compaction-pri must be one of ${COMPACTION_PRIS.join(', ')}, got "${p}"`);
+        args.compactionPri = known;
+        break;
+      }
       case '--json':
         args.json = true;
         break;
@@ -87,7 +100,7 @@ function parseArgs(argv: readonly string[]): Args {
         args.keepDir = r.value();
         break;
       default:
-        throw new Error(`unknown argument ${flag} (expected --num, --profile, --json, --keep DIR)`);
+        throw new Error(`unknown argument ${flag} (expected --num, --profile, --compaction-pri, --json, --keep DIR)`);
     }
   }
   return args;
@@ -152,8 +165,9 @@ function secondsSince(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
-async function runOurs(profile: Profile, num: number, dir: string): Promise<SideResult> {
+async function runOurs(profile: Profile, num: number, compactionPri: CompactionPri, dir: string): Promise<SideResult> {
   const options: EngineOptions = {
+    compactionPri,
     writeBufferSizeBytes: profile.writeBufferSizeBytes,
     maxImmutableMemtables: 1, // RocksDB's max_write_buffer_number = 2 counts the active one too
     maxBytesForLevelBase: profile.maxBytesForLevelBase,
@@ -305,7 +319,7 @@ async function main(): Promise<void> {
       const ourDir = path.join(root, `ours-${profile.name}`);
       const peerDir = path.join(root, `db_bench-${profile.name}`);
       for (const d of [ourDir, peerDir]) fs.rmSync(d, { recursive: true, force: true });
-      const ours = await runOurs(profile, args.num, ourDir);
+      const ours = await runOurs(profile, args.num, args.compactionPri, ourDir);
       const theirs = peer ? runDbBench(profile, args.num, peerDir) : null;
       report.push({ profile: profile.name, ours: { ...ours, ...figures(ours) }, dbBench: theirs === null ? null : { ...theirs, ...figures(theirs) } });
     }
@@ -313,14 +327,14 @@ async function main(): Promise<void> {
     if (args.keepDir === null) fs.rmSync(root, { recursive: true, force: true });
   }
   if (args.json) {
-    console.log(JSON.stringify({ num: args.num, results: report }, null, 2));
+    console.log(JSON.stringify({ num: args.num, compactionPri: args.compactionPri, results: report }, null, 2));
     return;
   }
   const mb = (n: number): string => (n / 1e6).toFixed(1);
   for (const { profile, ours, dbBench: theirs } of report) {
     const p = PROFILES[profile];
     console.log(
-      `\n${args.num} random puts, profile ${profile} (write buffer ${p.writeBufferSizeBytes / MiB} MiB, L1 ${p.maxBytesForLevelBase / MiB} MiB, files ${p.targetFileSizeBytes / MiB} MiB)`,
+      `\n${args.num} random puts, profile ${profile} (write buffer ${p.writeBufferSizeBytes / MiB} MiB, L1 ${p.maxBytesForLevelBase / MiB} MiB, files ${p.targetFileSizeBytes / MiB} MiB; ours picking by ${args.compactionPri})`,
     );
     const rows: Array<[string, (r: SideResult & Figures) => string]> = [
       ['user key+value MB', (r) => mb(r.userBytes)],

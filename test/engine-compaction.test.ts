@@ -11,6 +11,9 @@ import * as path from 'path';
 import { Memtable } from '../src/engine/memtable/memtable';
 import { CompactionIterator, stripeOf } from '../src/engine/compaction/compactionIterator';
 import { CompactionOutputs } from '../src/engine/compaction/compactionOutputs';
+import { CompactionPicker, minOverlappingRatioFile } from '../src/engine/compaction/compactionPicker';
+import { resolveCompactionOptions } from '../src/engine/compaction/compactionOptions';
+import { Version } from '../src/engine/version';
 import { fragmentTombstones, RangeTombstone } from '../src/engine/rangedel/fragmenter';
 import { isExclusiveSentinel, filesClaimSameKey } from '../src/engine/rangedel/tombstoneBoundaries';
 import { Engine, EngineOptions } from '../src/engine/engine';
@@ -274,6 +277,60 @@ function scanAll(e: Engine): string[] {
   it.close();
   return out;
 }
+
+describe('compaction picker', () => {
+  /** A table file of `sizeBytes` holding user keys [from, to]. */
+  let nextFileNumber = 1;
+  function file(from: string, to: string, sizeBytes: number): FileMetaData {
+    return {
+      fileNumber: nextFileNumber++,
+      fileSizeBytes: sizeBytes,
+      smallest: makeInternalKey(Buffer.from(from), 10, ValueType.Value),
+      largest: makeInternalKey(Buffer.from(to), 10, ValueType.Value),
+      smallestSeq: 10,
+      largestSeq: 10,
+    };
+  }
+  const OPTIONS = { numLevels: 7, level0FileNumCompactionTrigger: 4, maxBytesForLevelBase: 1000, maxBytesForLevelMultiplier: 10 };
+
+  test('min-overlapping-ratio: the least rewriting below per byte moved down; ties to the smaller keys', () => {
+    // L1: a [a-c] 100 B, b [d-f] 100 B, c [g-i] 50 B, d [j-l] 100 B, e [x-z] 10 B.
+    const l1 = [file('a', 'c', 100), file('d', 'f', 100), file('g', 'i', 50), file('j', 'l', 100), file('x', 'z', 10)];
+    // L2: [b-b] 300 B under a; [e-h] 120 B crosses from b into c; [k-k] 100 B under d; [y-y] 5 B under e.
+    const l2 = [file('b', 'b', 300), file('e', 'h', 120), file('k', 'k', 100), file('y', 'y', 5)];
+    // Ratios: a 3.0, b 1.2, c 2.4 (the crossing file counts for both), d 1.0, e 0.5.
+    expect(minOverlappingRatioFile(l1, l2)).toBe(l1[4]);
+    expect(minOverlappingRatioFile(l1.slice(0, 4), l2)).toBe(l1[3]);
+    expect(minOverlappingRatioFile(l1.slice(0, 3), l2)).toBe(l1[1]);
+    // Nothing below: every ratio is 0, and the smallest keys win.
+    expect(minOverlappingRatioFile(l1, [])).toBe(l1[0]);
+    // Bounds are inclusive: a next-level file starting at a file's largest key overlaps it.
+    const touching = [file('c', 'c', 1000)];
+    expect(minOverlappingRatioFile([file('a', 'c', 10), file('d', 'e', 10)], touching).smallest.toString('latin1', 0, 1)).toBe('d');
+  });
+
+  test('min-overlapping-ratio moves the file overlapping nothing; round-robin walks the level by key whatever lies below', () => {
+    const l1 = [file('a', 'b', 600), file('c', 'd', 600), file('e', 'f', 600)];
+    const l2 = [file('a', 'a', 6000), file('c', 'c', 6000)]; // under the first two only
+    const version = new Version([[], l1, l2, [], [], [], []], () => undefined);
+    // L1 holds 1800 B against a 1000 B target: a size-triggered L1 -> L2 compaction.
+    const byOverlap = new CompactionPicker({ ...OPTIONS, compactionPri: 'min-overlapping-ratio' });
+    for (let i = 0; i < 3; i++) {
+      const c = byOverlap.pickAuto(version);
+      expect(c?.level).toBe(1);
+      expect(c?.inputs[0]).toEqual([l1[2]]); // overlaps nothing: a trivial move, every time
+      expect(c?.trivialMove).toBe(true);
+    }
+    const roundRobin = new CompactionPicker({ ...OPTIONS, compactionPri: 'round-robin' });
+    const picked = [0, 1, 2, 3].map(() => roundRobin.pickAuto(version)?.inputs[0][0]);
+    expect(picked).toEqual([l1[0], l1[1], l1[2], l1[0]]);
+  });
+
+  test('compactionPri defaults to RocksDB\'s min-overlapping-ratio; an unknown one is rejected when the engine opens', async () => {
+    expect(resolveCompactionOptions({}).compactionPri).toBe('min-overlapping-ratio');
+    await expect(Engine.open(path.join(dir, 'bad-pri'), { compactionPri: 'oldest-first' as unknown as 'round-robin' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
 
 describe('engine compactions', () => {
   test('L0 compacts into L1 on the file-count trigger; deeper levels stay within their targets', async () => {

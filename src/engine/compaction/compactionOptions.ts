@@ -5,6 +5,7 @@
  */
 import { IngestError } from '../../util/errors';
 import { NUM_LEVELS } from '../versionEdit';
+import { COMPACTION_PRIS, CompactionPri } from './compactionPicker';
 
 /** Leveled compaction settings (RocksDB's names and defaults unless noted). */
 export interface CompactionOptions {
@@ -25,6 +26,12 @@ export interface CompactionOptions {
   maxBytesForLevelBase?: number;
   /** Each level's target is this many times the previous one's (default 10). */
   maxBytesForLevelMultiplier?: number;
+  /**
+   * Which file a level >= 1 compacts next: 'min-overlapping-ratio' (default, RocksDB's default
+   * kMinOverlappingRatio: the least rewriting below per byte moved down) or 'round-robin'
+   * (LevelDB's: through the level by key). See compactionPicker.ts.
+   */
+  compactionPri?: CompactionPri;
   /** Compaction output files are cut at this size (default 64 MiB). */
   targetFileSizeBytes?: number;
   /** Never compact in the background (compactRange still works; L0 never stalls writes). */
@@ -43,6 +50,7 @@ const DEFAULTS: ResolvedCompactionOptions = {
   delayedWriteRateBytesPerSecond: 16 * 1024 * 1024,
   maxBytesForLevelBase: 64 * 1024 * 1024,
   maxBytesForLevelMultiplier: 10,
+  compactionPri: 'min-overlapping-ratio',
   targetFileSizeBytes: 64 * 1024 * 1024,
   disableAutoCompactions: false,
   compactionSliceEntries: 4096,
@@ -58,6 +66,7 @@ export function resolveCompactionOptions(o: CompactionOptions): ResolvedCompacti
     delayedWriteRateBytesPerSecond: o.delayedWriteRateBytesPerSecond ?? DEFAULTS.delayedWriteRateBytesPerSecond,
     maxBytesForLevelBase: o.maxBytesForLevelBase ?? DEFAULTS.maxBytesForLevelBase,
     maxBytesForLevelMultiplier: o.maxBytesForLevelMultiplier ?? DEFAULTS.maxBytesForLevelMultiplier,
+    compactionPri: o.compactionPri ?? DEFAULTS.compactionPri,
     targetFileSizeBytes: o.targetFileSizeBytes ?? DEFAULTS.targetFileSizeBytes,
     disableAutoCompactions: o.disableAutoCompactions ?? DEFAULTS.disableAutoCompactions,
     compactionSliceEntries: o.compactionSliceEntries ?? DEFAULTS.compactionSliceEntries,
@@ -77,6 +86,7 @@ export function resolveCompactionOptions(o: CompactionOptions): ResolvedCompacti
   check('delayedWriteRateBytesPerSecond', Number.isFinite(r.delayedWriteRateBytesPerSecond) && r.delayedWriteRateBytesPerSecond >= 1);
   check('maxBytesForLevelBase', int(r.maxBytesForLevelBase, 1));
   check('maxBytesForLevelMultiplier', Number.isFinite(r.maxBytesForLevelMultiplier) && r.maxBytesForLevelMultiplier > 1);
+  check('compactionPri', COMPACTION_PRIS.includes(r.compactionPri));
   check('targetFileSizeBytes', int(r.targetFileSizeBytes, 1));
   check('compactionSliceEntries', int(r.compactionSliceEntries, 1));
   return r;

@@ -12,9 +12,14 @@
  * - From L0: the oldest L0 file, then every L0 file whose user-key range overlaps one already
  *   taken, until none does. For any user key, an L0 file left behind overlaps no file taken, so
  *   it holds nothing of the keys the output holds: the output (older data) goes below it safely.
- * - From Ln (n >= 1): one file, round-robin through the level by key (a compact pointer per level,
- *   the largest key of the last file compacted there, like LevelDB), so every part of the level
- *   gets its turn.
+ * - From Ln (n >= 1): one file, chosen by `compactionPri`:
+ *   - 'min-overlapping-ratio' (default, RocksDB's kMinOverlappingRatio): the file whose
+ *     overlapping bytes in Ln+1 are the smallest multiple of its own size, ties to the smaller
+ *     keys. Compacting it rewrites the fewest bytes below per byte moved down, which is what
+ *     write amplification counts. (RocksDB weighs a file's size up by its deletions; we use the
+ *     file's size alone.)
+ *   - 'round-robin' (LevelDB's): through the level by key, with a compact pointer per level (the
+ *     largest key of the last file compacted there), so every part of the level gets its turn.
  * - Then every file of the output level whose user-key range overlaps the inputs' range (bounds
  *   inclusive, even for a file ending at an exclusive tombstone sentinel: conservative).
  * A single input file with nothing to merge with in the output level is moved down by a version
@@ -33,9 +38,15 @@ import { compareInternal, compareUserKeys } from '../keyCompare';
 import { userKeyOf } from '../../sstwriter/internalKey';
 import { assert } from '../../util/errors';
 
+/** How a level >= 1 chooses the file it compacts into the next level (see the module comment). */
+export type CompactionPri = 'min-overlapping-ratio' | 'round-robin';
+
+export const COMPACTION_PRIS: readonly CompactionPri[] = ['min-overlapping-ratio', 'round-robin'];
+
 export interface LevelCompactionOptions {
   /** Levels used, <= NUM_LEVELS; the last one is numLevels - 1. */
   numLevels: number;
+  compactionPri: CompactionPri;
   level0FileNumCompactionTrigger: number;
   maxBytesForLevelBase: number;
   maxBytesForLevelMultiplier: number;
@@ -127,6 +138,36 @@ export function userRange(files: readonly FileMetaData[]): { smallest: Buffer; l
   return { smallest, largest };
 }
 
+/**
+ * The file of `files` (one level >= 1: sorted by key, disjoint) whose overlapping bytes in
+ * `nextLevel` (sorted, disjoint) are the smallest multiple of its own size; ties go to the file
+ * with smaller keys. One pass over both levels: a next-level file is passed over only once it
+ * ends before the current file starts, since one crossing a boundary overlaps both neighbours.
+ */
+export function minOverlappingRatioFile(files: readonly FileMetaData[], nextLevel: readonly FileMetaData[]): FileMetaData {
+  assert(files.length > 0, 'picking a file from an empty level');
+  let best = files[0];
+  let bestRatio = Infinity;
+  let j = 0;
+  for (const f of files) {
+    const smallest = userKeyOf(f.smallest);
+    const largest = userKeyOf(f.largest);
+    while (j < nextLevel.length && compareUserKeys(userKeyOf(nextLevel[j].largest), smallest) < 0) j++;
+    let overlappingBytes = 0;
+    for (let k = j; k < nextLevel.length && compareUserKeys(userKeyOf(nextLevel[k].smallest), largest) <= 0; k++) {
+      overlappingBytes += nextLevel[k].fileSizeBytes;
+    }
+    // A file of zero bytes cannot be written (every table has a footer); max() keeps the
+    // division finite regardless.
+    const ratio = overlappingBytes / Math.max(1, f.fileSizeBytes);
+    if (ratio < bestRatio) {
+      best = f;
+      bestRatio = ratio;
+    }
+  }
+  return best;
+}
+
 /** No file below `outputLevel` overlaps [lo, hi]. */
 export function isBottommost(version: Version, outputLevel: number, lo: Buffer, hi: Buffer): boolean {
   for (let level = outputLevel + 1; level < NUM_LEVELS; level++) {
@@ -137,7 +178,7 @@ export function isBottommost(version: Version, outputLevel: number, lo: Buffer, 
 
 export class CompactionPicker {
   private readonly opts: LevelCompactionOptions;
-  /** Per level: largest key of the last file compacted out of it (round-robin position). */
+  /** Per level: largest key of the last file compacted out of it (round-robin's position). */
   private readonly compactPointers: Array<Buffer | null>;
 
   constructor(opts: LevelCompactionOptions) {
@@ -160,10 +201,15 @@ export class CompactionPicker {
       return this.build(version, CompactionReason.Level0FileCount, 0, 1, inputs);
     }
     const files = version.files[best];
-    const pointer = this.compactPointers[best];
-    let pick = files[0];
-    if (pointer !== null) pick = files.find((f) => compareInternal(f.smallest, pointer) > 0) ?? files[0];
-    this.compactPointers[best] = pick.largest;
+    let pick: FileMetaData;
+    if (this.opts.compactionPri === 'min-overlapping-ratio') {
+      pick = minOverlappingRatioFile(files, version.files[best + 1]);
+    } else {
+      const pointer = this.compactPointers[best];
+      pick = files[0];
+      if (pointer !== null) pick = files.find((f) => compareInternal(f.smallest, pointer) > 0) ?? files[0];
+      this.compactPointers[best] = pick.largest;
+    }
     return this.build(version, CompactionReason.LevelSize, best, best + 1, [pick]);
   }
 
