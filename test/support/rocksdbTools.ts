@@ -5,7 +5,9 @@
  * Contract:
  * - `rocksdbTools` is non-null only when both tools are on PATH. Suites that need them register
  *   through `describeIfRocksdb`, which turns into `describe.skip` (with the reason in the suite
- *   name and a console warning) when they are absent, so a skipped run says why.
+ *   name and a console warning) when they are absent, so a skipped run says why; with
+ *   SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1 (`.ci/run` sets it) the suite fails instead, so CI never
+ *   passes without the interoperability tests.
  * - Every helper runs one process with `spawnSync`, captures stdout/stderr as text and throws
  *   `RocksdbToolError` (command line + output) when the tool fails. Tools that report failure only
  *   in their output are parsed: `sst_dump --command=verify` exits 0 even when a block is corrupt,
@@ -72,6 +74,14 @@ export const rocksdbTools: RocksdbTools | null = detect();
 export function describeIfRocksdb(name: string, body: () => void): void {
   if (rocksdbTools !== null) {
     describe(name, body);
+    return;
+  }
+  if (process.env.SST_INGEST_REQUIRE_ROCKSDB_TOOLS === '1') {
+    describe(name, () => {
+      test('needs sst_dump and ldb on PATH (SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1)', () => {
+        throw new Error(`${name}: sst_dump and ldb are not on PATH, and SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1 requires them (apt-get install rocksdb-tools)`);
+      });
+    });
     return;
   }
   console.warn(`${name}: ${ROCKSDB_TOOLS_SKIP_REASON}`);
