@@ -929,6 +929,36 @@ describe('TableIterator', () => {
     reader.close();
   });
 
+  test('a trySeekUsingNext seek into a later block whose answer is near its start searches it forward, not from scratch', () => {
+    // Restart interval 1: a full search of a block is a binary search over its ~50 entries.
+    const small: Entry[] = [];
+    for (let k = 0; k < 2000; k++) small.push({ key: makeInternalKey(Buffer.from(`key-${String(k).padStart(5, '0')}`), 1, ValueType.Value), value: Buffer.from('v') });
+    const smallFile = path.join(tmpDir, 'restart-interval-1.sst');
+    const writer = new TableFileWriter(smallFile, { blockSizeBytes: 1024, blockRestartInterval: 1 });
+    for (const e of small) writer.add(e.key, e.value);
+    writer.finish();
+    const reader = TableReader.open(smallFile);
+    const it = reader.newIterator();
+    // The first block's last entry: the one before the first next() that reads a block.
+    it.first();
+    let lastOfBlock = -1;
+    for (let i = 1; i < small.length && lastOfBlock < 0; i++) {
+      const blocksRead = perf.dataBlocksRead;
+      it.next();
+      if (perf.dataBlocksRead > blocksRead) lastOfBlock = i - 1;
+    }
+    expect(lastOfBlock).toBeGreaterThan(20);
+    it.seekGE(small[lastOfBlock].key);
+    resetPerfContext();
+    it.seekGE(small[lastOfBlock + 2].key, { trySeekUsingNext: true });
+    expectAt(it, small, lastOfBlock + 2);
+    // The current block's separator, the index's next entry, then the new block's first three
+    // entries; a search from scratch would add a binary search over about 50 restarts.
+    expect(perf.keyComparisons).toBeLessThanOrEqual(5);
+    it.close();
+    reader.close();
+  });
+
   test('trySeekUsingNext lands where a full seek does, across blocks, and saves comparisons', () => {
     const reader = TableReader.open(file);
     const rand = prng(77);

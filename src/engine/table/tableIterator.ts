@@ -185,9 +185,16 @@ export class TableIterator implements InternalIterator {
           this.data.seekGE(target, opts);
           this.settleForward();
         } else {
-          // A later block: the index searches forward from the current block's entry.
+          // A later block: the index searches forward from the current block's entry. Every key
+          // of the blocks before the one it lands on is < target, so that block is searched
+          // forward from its first entry too: on interleaved data the answer is usually at its
+          // start, found without touching the restart array at the block's end.
           this.index.seekGE(this.indexTarget(target), opts);
-          this.seekInIndexedBlock(target);
+          if (this.enterIndexedBlock()) {
+            this.data.first();
+            this.data.seekGE(target, opts);
+            this.settleForward();
+          }
         }
         this.exhaustedBySeekGE = !this.isValid;
         return;
