@@ -41,7 +41,11 @@
  *    RocksDB's.
  *
  * Usage: npm run build && node dist/bench/conflict.js [--grid-only | --peer-only] [--runs N]
- *        [--peer-keys N] [--json] [--keep DIR]
+ *        [--peer-keys N] [--layout compacted|flushed] [--json] [--keep DIR]
+ *
+ * --layout flushed builds the grid's engines without the full compaction: the memtable flushes
+ * as it fills and the L0 files stay (overlapping, each holding a few rounds of versions of every
+ * key), so every seek moves one child per L0 file. The default is the compacted layout above.
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -75,10 +79,14 @@ interface Args {
   peerKeys: number;
   json: boolean;
   keepDir: string | null;
+  layout: GridLayout;
 }
 
+/** How the grid's engines hold their data (see the module comment). */
+type GridLayout = 'compacted' | 'flushed';
+
 function parseArgs(argv: readonly string[]): Args {
-  const a: Args = { grid: true, peer: true, runs: 5, peerKeys: 1_000_000, json: false, keepDir: null };
+  const a: Args = { grid: true, peer: true, runs: 5, peerKeys: 1_000_000, json: false, keepDir: null, layout: 'compacted' };
   const r = new ArgReader(argv);
   for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
@@ -97,11 +105,17 @@ function parseArgs(argv: readonly string[]): Args {
       case '--json':
         a.json = true;
         break;
+      case '--layout': {
+        const l = r.value();
+        if (l !== 'compacted' && l !== 'flushed') throw new Error(`--layout must be compacted or flushed, got "${l}"`);
+        a.layout = l;
+        break;
+      }
       case '--keep':
         a.keepDir = r.value();
         break;
       default:
-        throw new Error(`unknown argument ${flag} (expected --grid-only, --peer-only, --runs N, --peer-keys N, --json, --keep DIR)`);
+        throw new Error(`unknown argument ${flag} (expected --grid-only, --peer-only, --runs N, --peer-keys N, --layout L, --json, --keep DIR)`);
     }
   }
   return a;
@@ -169,9 +183,10 @@ async function flushToBottom(engine: Engine): Promise<void> {
  * The grid's engine: `versions` rounds, each writing every key once, with a snapshot after each
  * round so that flushes and compactions keep every version (as MVCC versions would be kept),
  * then one full compaction: the result is the bottom level with each key's versions adjacent,
- * newest first, like CockroachDB's flushed-and-compacted Pebble. Snapshots are released after.
+ * newest first, like CockroachDB's flushed-and-compacted Pebble. Layout 'flushed' stops at a
+ * flush instead: L0 files, each holding the rounds one memtable took. Snapshots are released after.
  */
-async function buildGridEngine(dir: string, keys: number, versions: number): Promise<{ engine: Engine; seconds: number; filesPerLevel: number[] }> {
+async function buildGridEngine(dir: string, keys: number, versions: number, layout: GridLayout): Promise<{ engine: Engine; seconds: number; filesPerLevel: number[] }> {
   const t0 = performance.now();
   const engine = await openEngine(dir);
   const value = Buffer.alloc(VALUE_BYTES, 'a');
@@ -189,7 +204,8 @@ async function buildGridEngine(dir: string, keys: number, versions: number): Pro
     }
     snapshots.push(engine.getSnapshot());
   }
-  await engine.compactRange();
+  if (layout === 'compacted') await engine.compactRange();
+  else await engine.flush();
   for (const s of snapshots) s.release();
   return { engine, seconds: (performance.now() - t0) / 1000, filesPerLevel: engine.stats().filesPerLevel };
 }
@@ -335,7 +351,7 @@ async function runGrid(dir: string, args: Args, log: (s: string) => void): Promi
   for (const engineKeys of [1000, 10000, 100000]) {
     for (const versions of [8, 64]) {
       const dbDir = path.join(dir, `grid-${engineKeys}-${versions}`);
-      const { engine, seconds, filesPerLevel } = await buildGridEngine(dbDir, engineKeys, versions);
+      const { engine, seconds, filesPerLevel } = await buildGridEngine(dbDir, engineKeys, versions, args.layout);
       builds.push({ engineKeys, versions, seconds, filesPerLevel });
       try {
         for (const sstKeys of [1000, 10000]) {
@@ -516,7 +532,7 @@ async function main(): Promise<void> {
   const log = (s: string): void => {
     if (!args.json) console.log(s);
   };
-  log(`conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; times are CPU time of the scan step alone (wall time is inflated on a busy machine), median after a warm-up`);
+  log(`conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; grid layout ${args.layout}; times are CPU time of the scan step alone (wall time is inflated on a busy machine), median after a warm-up`);
   try {
     const grid = args.grid ? await runGrid(dir, args, log) : null;
     if (grid !== null) {

@@ -253,6 +253,35 @@ describe('Block and BlockIterator', () => {
     expect(perf.keyComparisons).toBeLessThanOrEqual(Math.ceil(Math.log2(Math.ceil((versions + 1) / 16))) + 3);
   });
 
+  test('a search does not compare again the restart it already found above the target', () => {
+    // Restart interval 1, as in index blocks: every entry is a restart point.
+    const keys: Entry[] = [];
+    for (let k = 0; k < 64; k++) keys.push({ key: makeInternalKey(Buffer.from(`key-${String(k * 2).padStart(3, '0')}`), 1, ValueType.Value), value: Buffer.from('v') });
+    const contents = buildBlock(keys, 1);
+    const between = (k: number): Buffer => makeInternalKey(Buffer.from(`key-${String(k * 2 + 1).padStart(3, '0')}`), 1, ValueType.Value);
+    // Full seeks: a binary search over 64 restarts probes at most ceil(log2(65)) = 7 of them,
+    // and lands on the one above the target without an eighth comparison.
+    let most = 0;
+    for (let k = 0; k < 63; k++) {
+      const it = dataIterator(contents);
+      resetPerfContext();
+      it.seekGE(between(k));
+      expectAt(it, keys, k + 1);
+      most = Math.max(most, perf.keyComparisons);
+    }
+    expect(most).toBeLessThanOrEqual(7);
+    // trySeekUsingNext without steps (index blocks): the current key, then the gallop's first
+    // probe, which is the answer.
+    const index = new BlockIterator(Block.parse(contents, 'test.sst', 0), { order: compareInternalKeyRanges, internalKeys: true, trySeekSteps: 0 });
+    index.first();
+    for (let k = 0; k < 63; k++) {
+      resetPerfContext();
+      index.seekGE(between(k), { trySeekUsingNext: true });
+      expectAt(index, keys, k + 1);
+      expect(perf.keyComparisons).toBe(2);
+    }
+  });
+
   test('seeks past a key\'s versions rebuild a next key that shares bytes of the last version\'s trailer', () => {
     // "ab" at seqs 300, 200, 100, then user key "ab" 01 64 07, which shares "ab" 01 64 with the
     // internal key ("ab", 100, Put) before it: the scan must keep that version's trailer bytes

@@ -215,6 +215,13 @@ export interface BlockIteratorOptions {
   internalKeys?: boolean;
   /** Replace every key's sequence number with this (ingested files); -1 = keep. */
   globalSeqno?: number;
+  /**
+   * Steps a trySeekUsingNext seek takes before galloping over the restart points (default
+   * TRY_SEEK_USING_NEXT_STEPS). Index blocks take none: each of their entries is a restart point
+   * (or nearly), so the gallop's first probes are those steps, at no more cost, and a step
+   * decodes a block handle besides.
+   */
+  trySeekSteps?: number;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -242,6 +249,7 @@ export class BlockIterator implements InternalIterator {
   private readonly valueFormat: BlockValueFormat;
   private readonly minKeyBytes: number;
   private readonly globalSeqno: number;
+  private readonly trySeekSteps: number;
 
   /** Offset of the current entry, or -1 when not positioned. */
   private entryOffset = -1;
@@ -296,6 +304,8 @@ export class BlockIterator implements InternalIterator {
     this.valueFormat = options.valueFormat ?? BlockValueFormat.Raw;
     this.minKeyBytes = options.internalKeys ? TRAILER_BYTES : 0;
     this.globalSeqno = options.globalSeqno ?? -1;
+    this.trySeekSteps = options.trySeekSteps ?? TRY_SEEK_USING_NEXT_STEPS;
+    assert(this.trySeekSteps >= 0, 'trySeekSteps must be >= 0');
     assert(this.globalSeqno < 0 || this.minKeyBytes === TRAILER_BYTES, 'a global seqno applies to internal keys only');
     if (this.globalSeqno >= 0) {
       this.seqnoBytes = Buffer.alloc(TRAILER_BYTES);
@@ -381,7 +391,7 @@ export class BlockIterator implements InternalIterator {
     if (r < 0) return; // the first key is already >= target
     // Restart r's key is < target: scan to the first key >= target. The scan never passes
     // restart r + 1, whose key is > target.
-    this.advanceTo(target, false);
+    this.advanceTo(target, false, this.restartOffsetOrEnd(r + 1));
   }
 
   seekLT(target: Buffer): void {
@@ -453,8 +463,9 @@ export class BlockIterator implements InternalIterator {
    * seekGE under trySeekUsingNext: the caller promises that every entry before the current one
    * is < target (it has not stepped past the answer), so the answer is the current entry or a
    * later one, and nothing before the current restart interval needs looking at. Stay if the
-   * current key is >= target; else take up to TRY_SEEK_USING_NEXT_STEPS steps (Pebble's few
-   * nexts: on interleaved data the answer is usually close), not counting the older versions of
+   * current key is >= target; else take up to `trySeekSteps` steps (TRY_SEEK_USING_NEXT_STEPS,
+   * Pebble's few nexts: on interleaved data the answer is usually close; none in index blocks),
+   * not counting the older versions of
    * a user key below the target's, which are stepped over uncompared; else gallop over the
    * restart keys after the current interval (1, 2, 4, ... restarts ahead), binary-search the
    * bracket found, and scan forward from the last restart
@@ -470,7 +481,7 @@ export class BlockIterator implements InternalIterator {
     // the target's are stepped over first, without comparisons and without counting as steps:
     // a skip costs less than one restart comparison of the gallop below, and it stops at the
     // block's end, so this walks at most the block's entries.
-    for (let i = 0; i < TRY_SEEK_USING_NEXT_STEPS; i++) {
+    for (let i = 0; i < this.trySeekSteps; i++) {
       if (c === USER_KEY_BELOW) while (this.skipOlderVersion()) continue;
       if (!this.advance()) return;
       c = this.compareToTarget(target);
@@ -499,9 +510,15 @@ export class BlockIterator implements InternalIterator {
       else above = mid;
     }
     // The current entry, or restart `below`, is < target; restart `above` is > target.
-    if (below === current) return this.advanceTo(target, c === USER_KEY_BELOW);
+    if (below === current) return this.advanceTo(target, c === USER_KEY_BELOW, this.restartOffsetOrEnd(above));
     this.positionAtRestart(below);
-    this.advanceTo(target, false);
+    this.advanceTo(target, false, this.restartOffsetOrEnd(above));
+  }
+
+  /** Offset of restart `i`, or -1 past the last restart (no entry there). */
+  private restartOffsetOrEnd(i: number): number {
+    const block = this.block as Block;
+    return i < block.numRestarts ? block.restartPoint(i) : -1;
   }
 
   /**
@@ -511,12 +528,15 @@ export class BlockIterator implements InternalIterator {
    * sharing the whole user key: in a sorted block nothing else can) is an older version of it,
    * so once that user key compared below the target's, its other versions are stepped over
    * without a comparison: a seek past a key with many versions compares each user key once.
+   * `aboveOffset`: the offset of an entry already known to be > target (the restart point the
+   * caller's search found above it), taken without comparing it again; -1 if none.
    */
-  private advanceTo(target: Buffer, userKeyBelow: boolean): void {
+  private advanceTo(target: Buffer, userKeyBelow: boolean, aboveOffset: number): void {
     for (;;) {
       const previousKeyLength = this.keyLength;
       if (userKeyBelow && this.skipOlderVersion()) continue;
       if (!this.advance()) return;
+      if (this.entryOffset === aboveOffset) return;
       if (userKeyBelow && this.keyLength === previousKeyLength && this.sharedBytes >= this.keyLength - TRAILER_BYTES) continue;
       const c = this.compareToTarget(target);
       if (c >= 0) return;

@@ -32,6 +32,7 @@ import { perf } from '../perfContext';
 import { compareByteRanges, compareInternalKeyRanges } from '../keyCompare';
 import { assert } from '../../util/errors';
 import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType } from '../../sstwriter/internalKey';
+import { BLOCK_TRAILER_BYTES } from '../../sstwriter/checksum';
 import { BlockIterator } from './block';
 import { BlockCacheHandle } from './blockCache';
 
@@ -97,6 +98,8 @@ export class TableIterator implements InternalIterator {
   private pinned: BlockCacheHandle | null = null;
   /** File offset of the loaded data block, or -1. */
   private loadedBlockOffset = -1;
+  /** Size of that block's contents (without its trailer), from its index entry. */
+  private loadedBlockSize = 0;
   private isValid = false;
   /** The last seekGE found nothing: a trySeekUsingNext seek cannot find anything either. */
   private exhaustedBySeekGE = false;
@@ -185,15 +188,21 @@ export class TableIterator implements InternalIterator {
           this.data.seekGE(target, opts);
           this.settleForward();
         } else {
-          // A later block: the index searches forward from the current block's entry. Every key
-          // of the blocks before the one it lands on is < target, so that block is searched
-          // forward from its first entry too: on interleaved data the answer is usually at its
-          // start, found without touching the restart array at the block's end.
+          // A later block: the index searches forward from the current block's entry.
+          const nextBlockOffset = this.loadedBlockOffset + this.loadedBlockSize + BLOCK_TRAILER_BYTES;
           this.index.seekGE(this.indexTarget(target), opts);
-          if (this.enterIndexedBlock()) {
+          if (this.index.valid() && this.index.handleOffset === nextBlockOffset) {
+            // The very next block (data blocks lie end to end): the target is past the previous
+            // block's last key, so on interleaved data the answer is at or near this block's
+            // start. Search forward from its first entry, without reading the restart array at
+            // the block's end. A target further away lands anywhere in its block: the block's
+            // own binary search below serves that better than steps from its start.
+            this.enterIndexedBlock();
             this.data.first();
             this.data.seekGE(target, opts);
             this.settleForward();
+          } else {
+            this.seekInIndexedBlock(target);
           }
         }
         this.exhaustedBySeekGE = !this.isValid;
@@ -317,6 +326,7 @@ export class TableIterator implements InternalIterator {
       this.releaseBlock();
       this.pinned = this.source.loadDataBlock(offset, this.index.handleSize, this.fillCache);
       this.loadedBlockOffset = offset;
+      this.loadedBlockSize = this.index.handleSize;
       this.data.reset(this.pinned.block);
     }
     this.lowerState = BoundState.Unknown;

@@ -304,7 +304,7 @@ export class TableReader implements TableBlockSource {
   /** An iterator over an index block with this table's index encodings. */
   private indexBlockIterator(block: Block | null): BlockIterator {
     const order: KeyOrder = this.indexKeyIsUserKey ? compareByteRanges : compareInternalKeyRanges;
-    return new BlockIterator(block, { order, valueFormat: this.indexValueFormat, internalKeys: !this.indexKeyIsUserKey });
+    return new BlockIterator(block, { order, valueFormat: this.indexValueFormat, internalKeys: !this.indexKeyIsUserKey, trySeekSteps: 0 });
   }
 
   private indexIterator(indexBlock: Block, loadPartition: (offset: number, size: number) => BlockCacheHandle): IndexIterator {
