@@ -277,7 +277,11 @@ function measureInterleaved(engine: Engine, run: SstRun, strategies: typeof STRA
   });
   const last: ConflictSummary[] = strategies.map((s) => once(s.opts));
   for (let r = 0; r < rounds; r++) {
-    strategies.forEach((s, i) => {
+    // Each round starts with a different strategy, so that none always runs right after the
+    // same other one (whose caches and compiled code it would inherit).
+    strategies.forEach((_, position) => {
+      const i = (r + position) % strategies.length;
+      const s = strategies[i];
       let cpuTotal = 0;
       let wallTotal = 0;
       for (let k = 0; k < batch[i]; k++) {
