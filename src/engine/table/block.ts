@@ -391,7 +391,7 @@ export class BlockIterator implements InternalIterator {
     if (r < 0) return; // the first key is already >= target
     // Restart r's key is < target: scan to the first key >= target. The scan never passes
     // restart r + 1, whose key is > target.
-    this.advanceTo(target, false, this.restartOffsetOrEnd(r + 1));
+    this.advanceTo(target, false, this.intervalEnd(r));
   }
 
   seekLT(target: Buffer): void {
@@ -510,16 +510,11 @@ export class BlockIterator implements InternalIterator {
       else above = mid;
     }
     // The current entry, or restart `below`, is < target; restart `above` is > target.
-    if (below === current) return this.advanceTo(target, c === USER_KEY_BELOW, this.restartOffsetOrEnd(above));
+    if (below === current) return this.advanceTo(target, c === USER_KEY_BELOW, this.intervalEnd(above - 1));
     this.positionAtRestart(below);
-    this.advanceTo(target, false, this.restartOffsetOrEnd(above));
+    this.advanceTo(target, false, this.intervalEnd(above - 1));
   }
 
-  /** Offset of restart `i`, or -1 past the last restart (no entry there). */
-  private restartOffsetOrEnd(i: number): number {
-    const block = this.block as Block;
-    return i < block.numRestarts ? block.restartPoint(i) : -1;
-  }
 
   /**
    * From an entry below target: steps to the first key >= target, or off the block's end.
@@ -529,7 +524,8 @@ export class BlockIterator implements InternalIterator {
    * so once that user key compared below the target's, its other versions are stepped over
    * without a comparison: a seek past a key with many versions compares each user key once.
    * `aboveOffset`: the offset of an entry already known to be > target (the restart point the
-   * caller's search found above it), taken without comparing it again; -1 if none.
+   * caller's search found above it, from intervalEnd), taken without comparing it again; the
+   * entry area's end when no restart lies above, where advance() stops first.
    */
   private advanceTo(target: Buffer, userKeyBelow: boolean, aboveOffset: number): void {
     for (;;) {

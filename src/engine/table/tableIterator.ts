@@ -191,19 +191,13 @@ export class TableIterator implements InternalIterator {
           // A later block: the index searches forward from the current block's entry.
           const nextBlockOffset = this.loadedBlockOffset + this.loadedBlockSize + BLOCK_TRAILER_BYTES;
           this.index.seekGE(this.indexTarget(target), opts);
-          if (this.index.valid() && this.index.handleOffset === nextBlockOffset) {
-            // The very next block (data blocks lie end to end): the target is past the previous
-            // block's last key, so on interleaved data the answer is at or near this block's
-            // start. Search forward from its first entry, without reading the restart array at
-            // the block's end. A target further away lands anywhere in its block: the block's
-            // own binary search below serves that better than steps from its start.
-            this.enterIndexedBlock();
-            this.data.first();
-            this.data.seekGE(target, opts);
-            this.settleForward();
-          } else {
-            this.seekInIndexedBlock(target);
-          }
+          // The very next block (data blocks lie end to end): the target is past the previous
+          // block's last key, so on interleaved data the answer is at or near this block's start,
+          // and it is searched forward from its first entry, without reading the restart array at
+          // the block's end. A target further away lands anywhere in its block: the block's own
+          // binary search serves that better than steps from its start.
+          const adjacent = this.index.valid() && this.index.handleOffset === nextBlockOffset;
+          this.seekInIndexedBlock(target, adjacent ? opts : undefined);
         }
         this.exhaustedBySeekGE = !this.isValid;
         return;
@@ -267,10 +261,15 @@ export class TableIterator implements InternalIterator {
     this.seekInIndexedBlock(t);
   }
 
-  /** The index stands on (or past) the block that may hold `t`: search it, then move forward. */
-  private seekInIndexedBlock(t: Buffer): void {
+  /**
+   * The index stands on (or past) the block that may hold `t`: search it, then move forward.
+   * `forwardFromFirst` (trySeekUsingNext options), when every key before that block is known to
+   * be < t: search it forward from its first entry instead of from scratch.
+   */
+  private seekInIndexedBlock(t: Buffer, forwardFromFirst?: SeekOptions): void {
     if (this.enterIndexedBlock()) {
-      this.data.seekGE(t);
+      if (forwardFromFirst !== undefined) this.data.first();
+      this.data.seekGE(t, forwardFromFirst);
       this.settleForward();
     }
     this.exhaustedBySeekGE = !this.isValid;
