@@ -44,6 +44,7 @@ import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
 import { COMPACTION_PRIS, CompactionPri } from '../src/engine/compaction/compactionPicker';
 import { CompressionType } from '../src/sstwriter/compression';
+import { mulberry32 } from '../src/util/random';
 import { ArgReader } from './support/args';
 
 const KEY_BYTES = 8;
@@ -124,15 +125,10 @@ interface SideResult {
   writeControl: { delayedWrites: number; writeDelayMs: number; level0WriteStalls: number } | null;
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
+/** mulberry32's 32-bit outputs as integers (its floats are exactly these / 2^32). */
+function randomUint32(seed: number): () => number {
+  const next = mulberry32(seed);
+  return () => next() * 4294967296;
 }
 
 /**
@@ -179,7 +175,7 @@ async function runOurs(profile: Profile, num: number, compactionPri: CompactionP
     table: { compression: CompressionType.LZ4, blockSizeBytes: 4096, bloomBitsPerKey: 10 },
   };
   const engine = await Engine.open(dir, options);
-  const rand = mulberry32(WORKLOAD_SEED);
+  const rand = randomUint32(WORKLOAD_SEED);
   const values = valueSource(rand);
   const keyBuf = Buffer.alloc(KEY_BYTES);
   const distinct = new Uint8Array(num);

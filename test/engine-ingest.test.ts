@@ -12,6 +12,7 @@ import { VersionEdit, NUM_LEVELS } from '../src/engine/versionEdit';
 import { makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, userKeyOf, ValueType } from '../src/sstwriter/internalKey';
 import { CorruptionError, IngestError } from '../src/util/errors';
 import { shutdownInspectionWorker } from '../src/engine/ingest/inspectFiles';
+import { mulberry32 } from '../src/util/random';
 
 const BOTTOM = NUM_LEVELS - 1;
 
@@ -252,22 +253,10 @@ describe('levels in use', () => {
 });
 
 describe('with background compactions', () => {
-  /** A tiny deterministic PRNG for the model test. */
-  function rng(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-
   test('ingestions, puts and compactions interleaved match a model', async () => {
     const e = await Engine.open(dbDir, { writeBufferSizeBytes: 8 * 1024, level0FileNumCompactionTrigger: 2, maxBytesForLevelBase: 16 * 1024, targetFileSizeBytes: 8 * 1024, compactionSliceEntries: 64, table: { blockSizeBytes: 256 } });
     const model = new Map<string, string>();
-    const r = rng(42);
+    const r = mulberry32(42);
     const key = (i: number): string => `key${String(i).padStart(3, '0')}`;
     const levelsUsed = new Set<number>();
     for (let step = 0; step < 50; step++) {
