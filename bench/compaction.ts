@@ -43,7 +43,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
 import { COMPACTION_PRIS, CompactionPri } from '../src/engine/compaction/compactionPicker';
-import { CompressionType } from '../src/sstwriter/compression';
+import { CompressionType } from '../src/sstable/compression';
 import { mulberry32 } from '../src/util/random';
 import { ArgReader } from './support/args';
 

@@ -55,11 +55,11 @@ import { Engine } from '../src/engine/engine';
 import { VersionEdit } from '../src/engine/versionEdit';
 import { WriteBatch } from '../src/engine/writeBatch';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
-import { BlockCache } from '../src/engine/table/blockCache';
+import { BlockCache } from '../src/sstable/reader/blockCache';
 import { checkSstConflicts, checkSstRunConflicts, CheckSstConflictsOptions } from '../src/conflict/checkSstConflicts';
 import { SstRun } from '../src/conflict/sstRun';
 import { ConflictSummary } from '../src/conflict/report';
-import { perf } from '../src/engine/perfContext';
+import { perf } from '../src/base/perfContext';
 import { ArgReader } from './support/args';
 
 const VALUE_BYTES = 128;

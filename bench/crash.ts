@@ -1,5 +1,5 @@
 /**
- * The engine crash loop at length: the same rounds as test/engine-crash.test.ts (a child writing
+ * The engine crash loop at length: the same rounds as test/engine/crash.test.ts (a child writing
  * synced batches, SIGKILLed at a random moment, one kill in five during startup; every reopen
  * must hold every acknowledged batch and no partial batch), but as many as asked, 300 by default
  * against the suite's 32. Not a speed benchmark: it prints what it verified and exits 1 on the

@@ -41,9 +41,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Engine, EngineOptions } from '../src/engine/engine';
-import { nativeBlockCodecStatus } from '../src/native/blockCodec';
-import { ChecksumType } from '../src/sstwriter/checksum';
-import { CompressionType } from '../src/sstwriter/compression';
+import { nativeBlockCodecStatus } from '../src/sstable/nativeBlockCodec';
+import { ChecksumType } from '../src/sstable/checksum';
+import { CompressionType } from '../src/sstable/compression';
 import { ArgReader } from './support/args';
 
 const KEY_BYTES = 8;

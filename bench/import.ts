@@ -34,7 +34,7 @@ import * as path from 'path';
 import { spawnSync } from 'child_process';
 import { FIRST_TRADE_ID, writeTrades } from './gen-trades';
 import { ImportSummary, runImport } from '../src/ingest/importer';
-import { parseIntInto } from '../src/ingest/keySpec';
+import { parseIntInto } from '../src/ingest/rows/keySpec';
 import { OnConflict } from '../src/conflict/policy';
 import { formatIntoDb, runIntoDb } from './import-into-db';
 

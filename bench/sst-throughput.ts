@@ -27,9 +27,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
-import { TableReader } from '../src/engine/table/tableReader';
-import { ChecksumType } from '../src/sstwriter/checksum';
-import { CompressionType } from '../src/sstwriter/compression';
+import { TableReader } from '../src/sstable/reader/tableReader';
+import { ChecksumType } from '../src/sstable/checksum';
+import { CompressionType } from '../src/sstable/compression';
 import { ArgReader } from './support/args';
 
 const KEY_BYTES = 8;

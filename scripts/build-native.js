@@ -4,7 +4,7 @@
  * npm runs this as the package's `install` script, so `npm ci` builds it; run it by hand with
  * `npm run build:native` after editing native/.
  *
- * Why it may fail softly: the codec only speeds up block reads (src/native/blockCodec.ts falls back
+ * Why it may fail softly: the codec only speeds up block reads (src/sstable/nativeBlockCodec.ts falls back
  * to JavaScript packages that compute the same results), so a machine without a C compiler still
  * gets a working tool: this prints a warning and exits 0. With SST_INGEST_REQUIRE_NATIVE=1 (CI sets
  * it) a failed build fails the install instead.

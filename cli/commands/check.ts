@@ -21,7 +21,7 @@ import { Command, Option } from 'commander';
 import { Engine } from '../../src/engine/engine';
 import { currentFileName } from '../../src/engine/fileNames';
 import { CsvImport, ImportSummary } from '../../src/ingest/importer';
-import { KeySpec, parseKeySpecText } from '../../src/ingest/keySpec';
+import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
 import { Progress } from '../../src/ingest/progress';
 import { checkSstConflicts } from '../../src/conflict/checkSstConflicts';
 import { ConflictReport, ConflictStrategy, DEFAULT_MAX_REPORTED, writeConflictReport } from '../../src/conflict/report';

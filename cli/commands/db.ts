@@ -25,15 +25,15 @@
  *            "largestHex", "smallestSeq", "largestSeq"}]}] (all levels, L0 newest file first),
  *            "compaction": {...} when the engine counts compactions}
  * - compact: {"filesPerLevelBefore": [...], "filesPerLevelAfter": [...]} (+ "compaction")
- * `--stats` on get and scan prints the perf context of the read (see src/engine/perfContext.ts):
+ * `--stats` on get and scan prints the perf context of the read (see src/base/perfContext.ts):
  * inside the object as "perf" for `get --json`, else as one line {"perf": {...}} on stderr.
  */
 import * as fs from 'fs';
 import { Command } from 'commander';
 import { Engine, EngineStats } from '../../src/engine/engine';
 import { currentFileName } from '../../src/engine/fileNames';
-import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/engine/perfContext';
-import { userKeyOf } from '../../src/sstwriter/internalKey';
+import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/base/perfContext';
+import { userKeyOf } from '../../src/base/internalKey';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec, KeyFields } from './dbText';
 

@@ -4,7 +4,7 @@
  *
  * Contract:
  * - keys: with `--key SPEC` they are typed as text and encoded through the import key spec
- *   (src/ingest/keySpec.ts), so `--key id:int64` takes `42` and prints `42`; else with `--hex`
+ *   (src/ingest/rows/keySpec.ts), so `--key id:int64` takes `42` and prints `42`; else with `--hex`
  *   they are hex digits (an optional `0x`, an even count); else their UTF-8 bytes.
  * - values: hex with `--hex`, else UTF-8 bytes.
  * - JSON never loses a byte: a key or value that cannot be shown exactly as text (not valid
@@ -17,7 +17,7 @@
  */
 import { isUtf8 } from 'buffer';
 import { IngestError } from '../../src/util/errors';
-import { KeySpec, parseKeySpecText } from '../../src/ingest/keySpec';
+import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
 
 export interface DbTextOptions {
   /** Keys (unless `keySpec` is given) and values in hex. */

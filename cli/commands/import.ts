@@ -14,11 +14,11 @@
  */
 import { Command, Option } from 'commander';
 import { IngestError } from '../../src/util/errors';
-import { parseCompression } from '../../src/sstwriter/compression';
+import { parseCompression } from '../../src/sstable/compression';
 import { CsvImport, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions, ParserChoice } from '../../src/ingest/importer';
-import { DuplicatePolicy } from '../../src/ingest/mergeToSsts';
+import { DuplicatePolicy } from '../../src/ingest/sort/mergeToSsts';
 import { Progress } from '../../src/ingest/progress';
-import { ValueFormat } from '../../src/ingest/rowEncoder';
+import { ValueFormat } from '../../src/ingest/rows/rowEncoder';
 
 const SIZE_UNITS: Record<string, number> = {
   '': 1,

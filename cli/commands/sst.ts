@@ -13,12 +13,12 @@ import * as fs from 'fs';
 import { Command, Option } from 'commander';
 import { parse } from 'csv-parse/sync';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
-import { TableReader } from '../../src/engine/table/tableReader';
-import { parseCompression } from '../../src/sstwriter/compression';
-import { parseChecksumType } from '../../src/sstwriter/checksum';
+import { TableReader } from '../../src/sstable/reader/tableReader';
+import { parseCompression } from '../../src/sstable/compression';
+import { parseChecksumType } from '../../src/sstable/checksum';
 import { IngestError } from '../../src/util/errors';
-import { sequenceOf, typeOf, userKeyOf, formatKey } from '../../src/sstwriter/internalKey';
-import { valueTypeName } from '../../src/sstwriter/valueTypeName';
+import { sequenceOf, typeOf, userKeyOf, formatKey } from '../../src/base/internalKey';
+import { valueTypeName } from '../../src/base/valueTypeName';
 
 function intOption(name: string, min: number, max: number): (v: string) => number {
   return (v: string) => {

@@ -17,8 +17,8 @@
  * in order and skips the spans the other side does not touch.
  */
 import { Engine, Snapshot } from '../engine/engine';
-import { perf } from '../engine/perfContext';
-import { BlockCache } from '../engine/table/blockCache';
+import { perf } from '../base/perfContext';
+import { BlockCache } from '../sstable/reader/blockCache';
 import { IngestError } from '../util/errors';
 import { ConflictCollector } from './collector';
 import {

@@ -18,10 +18,10 @@
 import * as fs from 'fs';
 import * as nodePath from 'path';
 import { IngestError } from '../util/errors';
-import { compareByteRanges, compareUserKeys } from '../engine/keyCompare';
-import { TableReader } from '../engine/table/tableReader';
-import { TRAILER_BYTES, ValueType, typeOf } from '../sstwriter/internalKey';
-import { CompressionType } from '../sstwriter/compression';
+import { compareByteRanges, compareUserKeys } from '../base/keyCompare';
+import { TableReader } from '../sstable/reader/tableReader';
+import { TRAILER_BYTES, ValueType, typeOf } from '../base/internalKey';
+import { CompressionType } from '../sstable/compression';
 import { SstFileWriter, SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 
 export interface RewriteOptions {

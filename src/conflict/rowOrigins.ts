@@ -25,10 +25,10 @@ import { randomBytes } from 'crypto';
 import { crc32c } from '@node-rs/crc32';
 import { ByteSink, decoded, readVarint32, readVarint64 } from '../util/coding';
 import { CorruptionError, IngestError } from '../util/errors';
-import { maskCrc } from '../sstwriter/checksum';
-import { TRAILER_BYTES } from '../sstwriter/internalKey';
-import { compareByteRanges } from '../engine/keyCompare';
-import { TableIterator } from '../engine/table/tableIterator';
+import { maskCrc } from '../sstable/checksum';
+import { TRAILER_BYTES } from '../base/internalKey';
+import { compareByteRanges } from '../base/keyCompare';
+import { TableIterator } from '../sstable/reader/tableIterator';
 import { SstRun } from './sstRun';
 import { RowSource } from './report';
 

@@ -39,9 +39,9 @@
  */
 import { Engine, Snapshot } from '../engine/engine';
 import { DbIterator } from '../engine/dbIterator';
-import { compareByteRanges } from '../engine/keyCompare';
-import { perf } from '../engine/perfContext';
-import { TRAILER_BYTES } from '../sstwriter/internalKey';
+import { compareByteRanges } from '../base/keyCompare';
+import { perf } from '../base/perfContext';
+import { TRAILER_BYTES } from '../base/internalKey';
 import { ConflictCollector } from './collector';
 import { SstRun } from './sstRun';
 

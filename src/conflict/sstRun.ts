@@ -21,13 +21,13 @@
  * front, rules it out.
  */
 import { IngestError } from '../util/errors';
-import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from '../sstwriter/internalKey';
-import { compareByteRanges, compareUserKeys } from '../engine/keyCompare';
-import { TRY_SEEK_USING_NEXT_STEPS } from '../engine/iterator';
-import { perf } from '../engine/perfContext';
-import { BlockCache } from '../engine/table/blockCache';
-import { TableReader } from '../engine/table/tableReader';
-import { TableIterator } from '../engine/table/tableIterator';
+import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from '../base/internalKey';
+import { compareByteRanges, compareUserKeys } from '../base/keyCompare';
+import { TRY_SEEK_USING_NEXT_STEPS } from '../base/iterator';
+import { perf } from '../base/perfContext';
+import { BlockCache } from '../sstable/reader/blockCache';
+import { TableReader } from '../sstable/reader/tableReader';
+import { TableIterator } from '../sstable/reader/tableIterator';
 
 /** Keys up to this length are copied byte by byte (see seekKey). */
 const SHORT_KEY_BYTES = 32;

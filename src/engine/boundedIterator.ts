@@ -6,17 +6,17 @@
  * into the bounds (seekGE to at least the lower bound, seekLT to at most the upper), so after a
  * forward move only the upper bound can be crossed and after a backward move only the lower
  * one: one comparison per key. Tables and levels do better (once per block or file, see
- * table/tableIterator.ts and levelIterator.ts); this per-key cost is confined to memtables,
+ * src/sstable/reader/tableIterator.ts and levelIterator.ts); this per-key cost is confined to memtables,
  * which hold the newest, smallest slice of the data.
  *
  * Contract: `setBounds` may be called between positioning calls, after which the iterator must
  * be re-positioned (the bounds are re-checked on every seek, RocksDB PR 5111), and the next
  * seekGE must not use trySeekUsingNext. Bound buffers are held by reference.
  */
-import { InternalIterator, SeekOptions } from './iterator';
-import { perf } from './perfContext';
-import { compareByteRanges } from './keyCompare';
-import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType } from '../sstwriter/internalKey';
+import { InternalIterator, SeekOptions } from '../base/iterator';
+import { perf } from '../base/perfContext';
+import { compareByteRanges } from '../base/keyCompare';
+import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType } from '../base/internalKey';
 
 /** An internal iterator whose bounds can be changed between seeks. */
 export interface BoundedInternalIterator extends InternalIterator {

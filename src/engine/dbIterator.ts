@@ -37,7 +37,7 @@
  * answer (one comparison), an exhausted iterator stays exhausted, and otherwise the flag goes to
  * the merging iterator: the internal iterator stands on the current key's newest visible entry,
  * which is < (k, read seq), and every entry it passed was below that, so the internal seek
- * satisfies the internal contract (iterator.ts). For the same reason the reseek past a key's
+ * satisfies the internal contract (src/base/iterator.ts). For the same reason the reseek past a key's
  * hidden versions (MAX_SEQUENTIAL_SKIPS) also goes forward with the flag and keeps it allowed:
  * its target is an entry of the key the iterator stands past, below any later caller target
  * that the check above lets through. The flag is ignored after a backward move, first/last, or
@@ -45,11 +45,11 @@
  *
  * Key and value views stay valid until the iterator next moves.
  */
-import { CoveredRangeSkipper, InternalIterator, SeekOptions } from './iterator';
+import { CoveredRangeSkipper, InternalIterator, SeekOptions } from '../base/iterator';
 import { BoundedInternalIterator } from './boundedIterator';
-import { compareByteRanges } from './keyCompare';
-import { perf } from './perfContext';
-import { MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../sstwriter/internalKey';
+import { compareByteRanges } from '../base/keyCompare';
+import { perf } from '../base/perfContext';
+import { MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../base/internalKey';
 import { assert } from '../util/errors';
 import { RangeDelAggregator, RangeDelDirection } from './rangedel/rangeDelAggregator';
 

@@ -44,9 +44,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { IngestError, assert } from '../util/errors';
-import { SeekKeyBuilder, ValueType } from '../sstwriter/internalKey';
+import { SeekKeyBuilder, ValueType } from '../base/internalKey';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
-import { BlockCache } from './table/blockCache';
+import { BlockCache } from '../sstable/reader/blockCache';
 import { DbLock } from './lockFile';
 import { removeAbandonedScratchDirs } from './scratchDirs';
 import { FileKind, logFileName, manifestFileName, parseFileName, tableFileName } from './fileNames';

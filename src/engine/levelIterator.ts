@@ -8,12 +8,12 @@
  *   lower bound.
  * - A file's table iterator is given only the bounds the file straddles: none when the file lies
  *   wholly inside them, so its keys are never compared with a bound at all; otherwise the table
- *   iterator checks once per data block (see table/tableIterator.ts).
+ *   iterator checks once per data block (see src/sstable/reader/tableIterator.ts).
  * - Seeks clamp their target into the bounds first, so a seek never opens a file outside them.
  * Bounds may change between seeks (setBounds); every seek re-derives the per-file decisions
  * (RocksDB PR 5111).
  *
- * trySeekUsingNext (iterator.ts: the level moved only forward since its last seekGE and not past
+ * trySeekUsingNext (src/base/iterator.ts: the level moved only forward since its last seekGE and not past
  * the answer): if the target is within the current file, the flag goes down to its table
  * iterator, which has not moved past the answer either (it stands on the level's current entry);
  * otherwise the level steps forward over at most TRY_SEEK_USING_NEXT_STEPS files before falling
@@ -30,15 +30,15 @@
  * bounds are never opened and cannot cover a key inside them. A file without tombstones costs
  * one integer test when opened.
  *
- * largestSeqBefore (iterator.ts) answers from the files' metadata, so the merging iterator can
+ * largestSeqBefore (src/base/iterator.ts) answers from the files' metadata, so the merging iterator can
  * seek this level past a span a newer range tombstone covers (see MergingIterator).
  */
-import { SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from './iterator';
+import { SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../base/iterator';
 import { BoundedInternalIterator, boundSeekKey, compareToBound } from './boundedIterator';
-import { compareInternal } from './keyCompare';
-import { perf } from './perfContext';
+import { compareInternal } from '../base/keyCompare';
+import { perf } from '../base/perfContext';
 import { TableCache, TableHandle } from './tableCache';
-import { TableIterator } from './table/tableIterator';
+import { TableIterator } from '../sstable/reader/tableIterator';
 import { FileMetaData } from './versionEdit';
 import { findFile, findLastFileBefore } from './version';
 import { assert } from '../util/errors';

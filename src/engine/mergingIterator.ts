@@ -13,7 +13,7 @@
  * seeks to its first key >= K (stepping past K itself) and the current child steps forward.
  * Internal keys are unique across children (sequence numbers are), which this relies on.
  *
- * trySeekUsingNext (iterator.ts's contract: since its last seekGE the iterator moved only
+ * trySeekUsingNext (src/base/iterator.ts's contract: since its last seekGE the iterator moved only
  * forward, by seekGE and next, and not past the first entry >= target): then no child has moved
  * past its own first entry >= target either, since every entry a child was moved past was the
  * merged position at the time, which was < target. So every child may take the flag, `next`
@@ -23,11 +23,11 @@
  * is rebuilt over the live ones (O(k)), as Pebble's merging iterator does. Any backward move,
  * first or last revokes the flag until the next full seekGE.
  */
-import { CoveredRangeSkipper, InternalIterator, SeekOptions } from './iterator';
+import { CoveredRangeSkipper, InternalIterator, SeekOptions } from '../base/iterator';
 import { compareToBound } from './boundedIterator';
-import { makeInternalKey, MAX_SEQUENCE_NUMBER, ValueType } from '../sstwriter/internalKey';
-import { compareInternal } from './keyCompare';
-import { perf } from './perfContext';
+import { makeInternalKey, MAX_SEQUENCE_NUMBER, ValueType } from '../base/internalKey';
+import { compareInternal } from '../base/keyCompare';
+import { perf } from '../base/perfContext';
 import { assert } from '../util/errors';
 
 const enum Direction {

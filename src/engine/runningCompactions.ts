@@ -18,7 +18,7 @@
  * Keys are user keys; Buffers are held by reference (the compaction must not modify them).
  */
 import { assert } from '../util/errors';
-import { compareUserKeys } from './keyCompare';
+import { compareUserKeys } from '../base/keyCompare';
 
 /** A user-key range [smallest, largest] (or [smallest, largest) when largestExclusive). */
 export interface UserKeyRange {

@@ -18,11 +18,11 @@
  * tombstones answers with the shared empty list, allocating and comparing nothing.
  */
 import { assert } from '../util/errors';
-import { BlockCache } from './table/blockCache';
-import { TableReader } from './table/tableReader';
+import { BlockCache } from '../sstable/reader/blockCache';
+import { TableReader } from '../sstable/reader/tableReader';
 import { tableFileName } from './fileNames';
 import { FileMetaData } from './versionEdit';
-import { FragmentedTombstoneList } from './rangedel/fragmenter';
+import { FragmentedTombstoneList } from '../base/fragmenter';
 import { clipFragments } from './rangedel/tombstoneIndex';
 import { clipRangeOfFile } from './rangedel/tombstoneBoundaries';
 

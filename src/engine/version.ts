@@ -15,9 +15,9 @@
  * - Construction asserts the level invariants (sorted, non-overlapping above L0).
  */
 import { assert } from '../util/errors';
-import { TRAILER_BYTES } from '../sstwriter/internalKey';
-import { compareByteRanges, compareInternal } from './keyCompare';
-import { perf } from './perfContext';
+import { TRAILER_BYTES } from '../base/internalKey';
+import { compareByteRanges, compareInternal } from '../base/keyCompare';
+import { perf } from '../base/perfContext';
 import { FileMetaData, NUM_LEVELS } from './versionEdit';
 
 /** Newest first: larger largest-sequence first, then the later file. */

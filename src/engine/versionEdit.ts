@@ -25,7 +25,7 @@
  */
 import { ByteSink, decoded, readVarint32, readVarint64 } from '../util/coding';
 import { CorruptionError } from '../util/errors';
-import { TRAILER_BYTES } from '../sstwriter/internalKey';
+import { TRAILER_BYTES } from '../base/internalKey';
 
 export const NUM_LEVELS = 7;
 

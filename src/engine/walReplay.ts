@@ -9,7 +9,7 @@
  * them all at open, so that a WAL is only ever retired whole).
  */
 import { CorruptionError, assert } from '../util/errors';
-import { ValueType } from '../sstwriter/internalKey';
+import { ValueType } from '../base/internalKey';
 import { DroppedTail, LogReader } from './wal/logReader';
 import { WriteBatchVisitor, batchHeader, iterateRecords } from './writeBatch';
 import { Memtable } from './memtable/memtable';

@@ -17,7 +17,7 @@
  */
 import { ByteSink, decoded, readVarint32 } from '../util/coding';
 import { CorruptionError, IngestError, assert } from '../util/errors';
-import { MAX_ASSIGNABLE_SEQUENCE, ValueType } from '../sstwriter/internalKey';
+import { MAX_ASSIGNABLE_SEQUENCE, ValueType } from '../base/internalKey';
 import { MAX_LOGICAL_RECORD_BYTES } from './wal/logFormat';
 
 export const WRITE_BATCH_HEADER_BYTES = 12;

@@ -4,7 +4,7 @@
  * Phases:
  * 1. parse: records → (key, value) rows in a sort buffer → sorted runs spilled to a private temp
  *    directory under --tmp-dir. In-process for stdin, .gz, csv-parse dialects and small inputs;
- *    otherwise regular files are cut into byte ranges parsed by worker threads (parallelParse.ts).
+ *    otherwise regular files are cut into byte ranges parsed by worker threads (src/ingest/parse/parallelParse.ts).
  * 2. merge: a k-way merge of all runs (duplicate policy applied) into SSTs of about
  *    --target-file-size, cut only between distinct keys, under temporary names.
  * 3. publish: every SST (and, with writeRowOrigins, its origins side file) renamed to its final
@@ -24,20 +24,20 @@ import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
 import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
-import { CsvDialect, fastPathRefusal, normalizeDialect } from './csvDialect';
-import { readCsvFast, readCsvWithCsvParse } from './csvReader';
-import { displayName, isSplittable, openByteSource } from './inputSource';
-import { KeySpec, parseKeySpecText } from './keySpec';
-import { DuplicatePolicy, MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './mergeToSsts';
+import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect';
+import { readCsvFast, readCsvWithCsvParse } from './csv/csvReader';
+import { displayName, isSplittable, openByteSource } from './csv/inputSource';
+import { KeySpec, parseKeySpecText } from './rows/keySpec';
+import { DuplicatePolicy, MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
 import { Progress } from './progress';
-import { ValueFormat } from './rowEncoder';
-import { BadRow, LayoutPlan, RowSink } from './rowSink';
-import { RunInfo, spillSortBuffer } from './runFile';
-import { SortBuffer } from './sortBuffer';
-import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sstSetWriter';
-import { mergeInWorkers, planKeyRanges } from './parallelMerge';
-import { parseInWorkers } from './parallelParse';
-import { PARSER_FIXED_BYTES, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parseTypes';
+import { ValueFormat } from './rows/rowEncoder';
+import { BadRow, LayoutPlan, RowSink } from './rows/rowSink';
+import { RunInfo, spillSortBuffer } from './sort/runFile';
+import { SortBuffer } from './sort/sortBuffer';
+import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sort/sstSetWriter';
+import { mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
+import { parseInWorkers } from './parse/parallelParse';
+import { PARSER_FIXED_BYTES, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
 
 export const DEFAULT_MEMORY_LIMIT_BYTES = 256 << 20;
 export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;

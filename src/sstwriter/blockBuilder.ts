@@ -28,7 +28,7 @@
  */
 import { ByteSink, MAX_VARINT32_BYTES, varintLength, writeVarint } from '../util/coding';
 import { assert } from '../util/errors';
-import { copyBytes } from './byteRanges';
+import { copyBytes } from '../util/byteRanges';
 
 /** Hard size limit of one block's contents, in bytes (restart offsets are u32le). */
 export const MAX_BLOCK_BYTES = 0x7fffffff;

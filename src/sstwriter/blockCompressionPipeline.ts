@@ -42,10 +42,10 @@
  * IDLE_WORKER_MS without a pipeline, and restarted if it died.
  */
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'worker_threads';
-import { startModuleWorker } from '../ingest/workerBootstrap';
+import { startModuleWorker } from '../util/workerBootstrap';
 import { IngestError, assert } from '../util/errors';
 import { MAX_BLOCK_BYTES } from './blockBuilder';
-import { BLOCK_TRAILER_BYTES } from './checksum';
+import { BLOCK_TRAILER_BYTES } from '../sstable/checksum';
 import {
   AttachMessage,
   BatchReply,

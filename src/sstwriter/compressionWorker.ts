@@ -22,7 +22,7 @@
  * the pipeline assign file offsets in block order.
  */
 import { MessagePort, parentPort, workerData } from 'worker_threads';
-import { BLOCK_TRAILER_BYTES } from './checksum';
+import { BLOCK_TRAILER_BYTES } from '../sstable/checksum';
 import { BlockStorageSettings, storeBlock, writeBlockTrailer } from './storedBlock';
 
 /** Slots of the shared Int32Array `control` (workerData.control). */

@@ -21,9 +21,9 @@
 import { BlockHandle, MAX_BLOCK_HANDLE_BYTES, MAX_VARINT64_BYTES, writeVarint, zigzagEncode } from '../util/coding';
 import { assert } from '../util/errors';
 import { BlockBuilder } from './blockBuilder';
-import { compareByteRanges } from './byteRanges';
-import { BLOCK_TRAILER_BYTES } from './checksum';
-import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from './internalKey';
+import { compareByteRanges } from '../util/byteRanges';
+import { BLOCK_TRAILER_BYTES } from '../sstable/checksum';
+import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, writeTrailer } from '../base/internalKey';
 
 /**
  * RocksDB's BytewiseComparator::FindShortestSeparator: a user key S with

@@ -11,7 +11,7 @@
  * flushes produce). Each tombstone must satisfy start < end (the caller validates user input).
  */
 import { BlockBuilder } from './blockBuilder';
-import { TRAILER_BYTES, ValueType, writeTrailer } from './internalKey';
+import { TRAILER_BYTES, ValueType, writeTrailer } from '../base/internalKey';
 
 export class RangeDelBlockBuilder {
   private readonly block = new BlockBuilder({ restartInterval: 1, initialCapacityBytes: 256 });

@@ -22,11 +22,11 @@ import * as fs from 'fs';
 import * as nodePath from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
-import { ValueType, formatKey, TRAILER_BYTES } from './internalKey';
-import { TableProperties } from './properties';
+import { ValueType, formatKey, TRAILER_BYTES } from '../base/internalKey';
+import { TableProperties } from '../sstable/properties';
 import { TableBuilderOptions } from './tableBuilder';
 import { TableFileWriter } from './tableFileWriter';
-import { copyBytes } from './byteRanges';
+import { copyBytes } from '../util/byteRanges';
 
 /** SstFileWriter options: table options; the external-file properties are always written. */
 export type SstFileWriterOptions = Omit<TableBuilderOptions, 'externalFile'>;

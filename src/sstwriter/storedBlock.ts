@@ -2,7 +2,7 @@
  * Stored blocks: how a finished block's contents go to disk.
  *
  * On disk every block is `stored bytes ‖ u8 compression type ‖ u32le checksum` (the 5-byte
- * trailer, see checksum.ts). The stored bytes are the contents themselves (type 0), or their LZ4
+ * trailer, see src/sstable/checksum.ts). The stored bytes are the contents themselves (type 0), or their LZ4
  * framing (type 4) when the block may be compressed and LZ4 saves more than 1/8 of its size.
  *
  * Contract: `storeBlock` is a pure function of (contents, compressible, settings): the same
@@ -10,8 +10,8 @@
  * table builder compress data blocks on a worker thread (blockCompressionPipeline.ts) and still
  * write exactly the file it would have written inline.
  */
-import { BLOCK_TRAILER_BYTES, ChecksumType, computeBlockChecksum } from './checksum';
-import { CompressionType, lz4CompressForBlock } from './compression';
+import { BLOCK_TRAILER_BYTES, ChecksumType, computeBlockChecksum } from '../sstable/checksum';
+import { CompressionType, lz4CompressForBlock } from '../sstable/compression';
 
 /** What decides a block's stored form; fixed for a whole table. */
 export interface BlockStorageSettings {

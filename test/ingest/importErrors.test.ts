@@ -8,8 +8,9 @@ import * as path from 'path';
 import { runImport, ImportOptions } from '../../src/ingest/importer';
 import { exitCodeFor, IngestError } from '../../src/util/errors';
 import { readOutputSsts, tempDir } from './support';
+import { FIXTURES_DIR } from '../support/paths';
 
-const FIXTURES = path.join(__dirname, '..', '..', 'fixtures');
+const FIXTURES = FIXTURES_DIR;
 const BAD = path.join(FIXTURES, 'bad_rows.csv');
 
 async function importTo(dir: string, opts: Partial<ImportOptions> & { inputs: string[] }) {

@@ -8,11 +8,11 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { RunInfo, RunWriter, FIRST_ENTRY_OFFSET } from '../../src/ingest/runFile';
-import { RunMerger, compareRanges } from '../../src/ingest/runMerger';
-import { DuplicatePolicy, mergeRunsIntoSsts } from '../../src/ingest/mergeToSsts';
-import { SstSetWriter, publishFiles } from '../../src/ingest/sstSetWriter';
-import { CsvTokenizer, RecordSink } from '../../src/ingest/csvTokenizer';
+import { RunInfo, RunWriter, FIRST_ENTRY_OFFSET } from '../../src/ingest/sort/runFile';
+import { RunMerger, compareRanges } from '../../src/ingest/sort/runMerger';
+import { DuplicatePolicy, mergeRunsIntoSsts } from '../../src/ingest/sort/mergeToSsts';
+import { SstSetWriter, publishFiles } from '../../src/ingest/sort/sstSetWriter';
+import { CsvTokenizer, RecordSink } from '../../src/ingest/csv/csvTokenizer';
 import { readOutputSsts, tempDir } from './support';
 import { mulberry32 } from '../../src/util/random';
 

@@ -4,8 +4,8 @@
  * a chunk and zero bytes (length classes), duplicates (stability), ranges of every size class.
  * And the key codec: order preservation and round trips for int64, uint64 and tuples.
  */
-import { SortBuffer } from '../../src/ingest/sortBuffer';
-import { KeySpec, parseKeySpecText } from '../../src/ingest/keySpec';
+import { SortBuffer } from '../../src/ingest/sort/sortBuffer';
+import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
 import { mulberry32 } from '../../src/util/random';
 
 const rng = mulberry32;

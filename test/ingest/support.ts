@@ -1,5 +1,5 @@
 /** Helpers for the ingest tests: in-memory byte sources. */
-import { ByteSource } from '../../src/ingest/inputSource';
+import { ByteSource } from '../../src/ingest/csv/inputSource';
 
 /** A ByteSource over a Buffer that hands out at most `maxRead` bytes per read (to split records). */
 export function memorySource(data: Buffer, maxRead = 1 << 30, name = 'memory'): ByteSource {
@@ -21,8 +21,8 @@ export function memorySource(data: Buffer, maxRead = 1 << 30, name = 'memory'): 
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { TableReader } from '../../src/engine/table/tableReader';
-import { userKeyOf } from '../../src/sstwriter/internalKey';
+import { TableReader } from '../../src/sstable/reader/tableReader';
+import { userKeyOf } from '../../src/base/internalKey';
 
 export interface Entry {
   key: Buffer;

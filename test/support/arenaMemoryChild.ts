@@ -1,13 +1,13 @@
 /**
- * Child process for test/nativeBlockCodec.test.ts (run with --expose-gc): reads random data
+ * Child process for test/sstable/nativeBlockCodec.test.ts (run with --expose-gc): reads random data
  * blocks of one table through a small block cache, remembers a weak reference to every distinct
  * ArrayBuffer a block lived in (arena slabs, and the own copies of blocks the cache hit), then
  * collects garbage and prints, as JSON, how many of those buffers and bytes are still alive.
  *
  * Usage: node --expose-gc --require test/support/swc-register.js arenaMemoryChild.ts FILE CACHE_BYTES READS
  */
-import { TableReader } from '../../src/engine/table/tableReader';
-import { BlockCache } from '../../src/engine/table/blockCache';
+import { TableReader } from '../../src/sstable/reader/tableReader';
+import { BlockCache } from '../../src/sstable/reader/blockCache';
 import { mulberry32 } from '../../src/util/random';
 
 async function main(): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The engine crash loop, shared by test/engine-crash.test.ts (32 rounds) and bench/crash.ts (as
+ * The engine crash loop, shared by test/engine/crash.test.ts (32 rounds) and bench/crash.ts (as
  * many as asked): each round starts test/support/crashWriter.ts in a child process over the same
  * database, SIGKILLs it at a random moment (one kill in five during startup: recovery, manifest
  * and WAL creation), reopens the database and checks it holds every batch the child acknowledged

@@ -1,5 +1,5 @@
 /**
- * Child process for the import crash test (importDb-crash.test.ts): runs the whole
+ * Child process for the import crash test (test/ingest/importIntoDbCrash.test.ts): runs the whole
  * `import --db` pipeline (importIntoDb: parse, sort, merge into SSTs in a scratch directory,
  * open, conflict check, ingest) of the CSV argv[3] into the database argv[2], with sorted runs
  * under argv[4] and --on-conflict overwrite. Prints "ready" once its modules are loaded (the

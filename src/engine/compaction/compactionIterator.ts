@@ -29,10 +29,10 @@
  * value() are the input's views (valid until the next move). The input must yield each internal
  * key once, in order (asserted per user key). Sequence numbers are never rewritten.
  */
-import { InternalIterator } from '../iterator';
-import { compareByteRanges } from '../keyCompare';
-import { FragmentedTombstoneList } from '../rangedel/fragmenter';
-import { sequenceOf, TRAILER_BYTES, typeOf, ValueType } from '../../sstwriter/internalKey';
+import { InternalIterator } from '../../base/iterator';
+import { compareByteRanges } from '../../base/keyCompare';
+import { FragmentedTombstoneList } from '../../base/fragmenter';
+import { sequenceOf, TRAILER_BYTES, typeOf, ValueType } from '../../base/internalKey';
 import { assert } from '../../util/errors';
 
 export interface CompactionIteratorOptions {

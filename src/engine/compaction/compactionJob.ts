@@ -22,12 +22,12 @@
  * engine's job, which checks that the inputs are still in place first.
  */
 import { setImmediate as yieldToEventLoop } from 'timers/promises';
-import { InternalIterator } from '../iterator';
+import { InternalIterator } from '../../base/iterator';
 import { MergingIterator } from '../mergingIterator';
 import { LevelIterator } from '../levelIterator';
 import { TableCache } from '../tableCache';
 import { FileMetaData } from '../versionEdit';
-import { FragmentedTombstoneList, fragmentTombstones, RangeTombstone } from '../rangedel/fragmenter';
+import { FragmentedTombstoneList, fragmentTombstones, RangeTombstone } from '../../base/fragmenter';
 import { CompactionIterator, CompactionIteratorStats } from './compactionIterator';
 import { CompactionOutputs, CompactionOutputOptions } from './compactionOutputs';
 import { Compaction } from './compactionPicker';

@@ -25,13 +25,13 @@
  */
 import { tableFileName } from '../fileNames';
 import { FileMetaData } from '../versionEdit';
-import { FragmentedTombstoneList } from '../rangedel/fragmenter';
+import { FragmentedTombstoneList } from '../../base/fragmenter';
 import { clipFragments } from '../rangedel/tombstoneIndex';
 import { filesClaimSameKey, outputFileBounds } from '../rangedel/tombstoneBoundaries';
-import { compareByteRanges, compareInternal } from '../keyCompare';
+import { compareByteRanges, compareInternal } from '../../base/keyCompare';
 import { TableFileWriter } from '../../sstwriter/tableFileWriter';
 import { TableBuilderOptions } from '../../sstwriter/tableBuilder';
-import { TRAILER_BYTES } from '../../sstwriter/internalKey';
+import { TRAILER_BYTES } from '../../base/internalKey';
 import { removeIfExists } from '../durableFs';
 import { assert } from '../../util/errors';
 

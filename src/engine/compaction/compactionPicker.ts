@@ -34,8 +34,8 @@
  */
 import { FileMetaData, NUM_LEVELS } from '../versionEdit';
 import { Version } from '../version';
-import { compareInternal, compareUserKeys } from '../keyCompare';
-import { userKeyOf } from '../../sstwriter/internalKey';
+import { compareInternal, compareUserKeys } from '../../base/keyCompare';
+import { userKeyOf } from '../../base/internalKey';
 import { assert } from '../../util/errors';
 
 /** How a level >= 1 chooses the file it compacts into the next level (see the module comment). */

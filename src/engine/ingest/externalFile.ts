@@ -24,10 +24,10 @@
  */
 import * as fs from 'fs';
 import { CorruptionError, IngestError } from '../../util/errors';
-import { Prop } from '../../sstwriter/format';
-import { formatKey, sequenceOf, TRAILER_BYTES, typeOf, userKeyOf, writeTrailer } from '../../sstwriter/internalKey';
-import { compareUserKeys } from '../keyCompare';
-import { TableReader } from '../table/tableReader';
+import { Prop } from '../../sstable/format';
+import { formatKey, sequenceOf, TRAILER_BYTES, typeOf, userKeyOf, writeTrailer } from '../../base/internalKey';
+import { compareUserKeys } from '../../base/keyCompare';
+import { TableReader } from '../../sstable/reader/tableReader';
 import { FileBounds, fileBoundsWithTombstones, isExclusiveSentinel } from '../rangedel/tombstoneBoundaries';
 import { UserKeyRange } from '../runningCompactions';
 

@@ -36,8 +36,8 @@
 import * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import { IngestError, assert } from '../../util/errors';
-import { formatKey } from '../../sstwriter/internalKey';
-import { compareUserKeys } from '../keyCompare';
+import { formatKey } from '../../base/internalKey';
+import { compareUserKeys } from '../../base/keyCompare';
 import { tableFileName } from '../fileNames';
 import { removeIfExists } from '../durableFs';
 import { FileMetaData, VersionEdit } from '../versionEdit';

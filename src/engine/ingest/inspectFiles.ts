@@ -20,7 +20,7 @@
 import * as fs from 'fs';
 import { Worker } from 'worker_threads';
 import { CorruptionError, IngestError, ErrorCode } from '../../util/errors';
-import { startModuleWorker } from '../../ingest/workerBootstrap';
+import { startModuleWorker } from '../../util/workerBootstrap';
 import { ExternalFileInfo, inspectExternalFile, rangeOfBounds } from './externalFile';
 import { InspectErrorMessage, InspectReply, InspectRequest, InspectResponse, InspectTask } from './inspectWorker';
 

@@ -16,8 +16,8 @@
  * one seek per table whose span intersects R (at most one table per level >= 1 in the common case
  * of a narrow R); ingestion runs them once per file, never per key.
  */
-import { compareByteRanges, compareUserKeys } from '../keyCompare';
-import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, userKeyOf, ValueType } from '../../sstwriter/internalKey';
+import { compareByteRanges, compareUserKeys } from '../../base/keyCompare';
+import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, userKeyOf, ValueType } from '../../base/internalKey';
 import { Memtable } from '../memtable/memtable';
 import { TableCache } from '../tableCache';
 import { FileMetaData } from '../versionEdit';

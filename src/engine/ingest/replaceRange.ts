@@ -23,9 +23,9 @@
  * next open deletes.
  */
 import { IngestError } from '../../util/errors';
-import { formatKey } from '../../sstwriter/internalKey';
+import { formatKey } from '../../base/internalKey';
 import { TableFileWriter } from '../../sstwriter/tableFileWriter';
-import { compareUserKeys } from '../keyCompare';
+import { compareUserKeys } from '../../base/keyCompare';
 import { tableFileName } from '../fileNames';
 import { FileBounds, fileBoundsWithTombstones } from '../rangedel/tombstoneBoundaries';
 

@@ -9,7 +9,7 @@
  *   entries only.
  * - `get(userKey, readSeq)` finds the newest point entry for the key with seq <= readSeq and
  *   reports its sequence number, which the caller compares with covering range tombstones.
- * - `fragmentedRangeTombstones()` is the tombstones fragmented for search (rangedel/fragmenter.ts),
+ * - `fragmentedRangeTombstones()` is the tombstones fragmented for search (src/base/fragmenter.ts),
  *   built on first use and rebuilt only when tombstones were added since (the active memtable
  *   takes more while readers use it; a reader needs only those at or below its sequence, which
  *   any later list still holds).
@@ -18,12 +18,12 @@
  * - `approximateMemoryUsageBytes` counts the arena bytes in use; the engine compares it with
  *   writeBufferSizeBytes to decide when the memtable is full.
  */
-import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
+import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../../base/iterator';
 import { SkipList } from './skiplist';
-import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../sstwriter/internalKey';
-import { compareByteRanges } from '../keyCompare';
+import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../base/internalKey';
+import { compareByteRanges } from '../../base/keyCompare';
 import { assert } from '../../util/errors';
-import { FragmentedTombstoneList, fragmentTombstones } from '../rangedel/fragmenter';
+import { FragmentedTombstoneList, fragmentTombstones } from '../../base/fragmenter';
 
 export enum LookupResult {
   NotFound = 0,
@@ -198,7 +198,7 @@ export class MemtableIterator implements InternalIterator {
 
   seekGE(target: Buffer, opts?: SeekOptions): void {
     if (opts !== undefined && opts.trySeekUsingNext === true) {
-      // The caller promises that every entry before the current one is < target (iterator.ts).
+      // The caller promises that every entry before the current one is < target (src/base/iterator.ts).
       // An exhausted iterator stays exhausted.
       let n = this.node;
       if (n === 0) return;

@@ -22,9 +22,9 @@
  * Searches count perf.keyComparisons.
  */
 import { assert } from '../../util/errors';
-import { TRAILER_BYTES, writeTrailer } from '../../sstwriter/internalKey';
-import { compareInternalKeyRanges } from '../keyCompare';
-import { perf } from '../perfContext';
+import { TRAILER_BYTES, writeTrailer } from '../../base/internalKey';
+import { compareInternalKeyRanges } from '../../base/keyCompare';
+import { perf } from '../../base/perfContext';
 
 export const MAX_HEIGHT = 12;
 /** 1 in BRANCHING nodes of height h also get height h+1 (RocksDB's and LevelDB's choice). */

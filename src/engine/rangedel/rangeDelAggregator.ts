@@ -29,11 +29,11 @@
  * nothing and is dropped, and a query against no sources returns before any comparison. Every key
  * comparison is counted in perf.keyComparisons. Nothing allocates per query.
  */
-import { TRY_SEEK_USING_NEXT_STEPS } from '../iterator';
-import { perf } from '../perfContext';
-import { compareUserKeys } from '../keyCompare';
-import { sequenceOf, TRAILER_BYTES } from '../../sstwriter/internalKey';
-import { FragmentedTombstoneList } from './fragmenter';
+import { TRY_SEEK_USING_NEXT_STEPS } from '../../base/iterator';
+import { perf } from '../../base/perfContext';
+import { compareUserKeys } from '../../base/keyCompare';
+import { sequenceOf, TRAILER_BYTES } from '../../base/internalKey';
+import { FragmentedTombstoneList } from '../../base/fragmenter';
 import { clipFragments, compareKeyToBound, firstFragmentEndingAfter } from './tombstoneIndex';
 
 export enum RangeDelDirection {

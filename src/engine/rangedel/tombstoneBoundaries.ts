@@ -45,9 +45,9 @@
  * allocate their results; they run once per output file, not per key.
  */
 import { assert } from '../../util/errors';
-import { compareInternal, compareUserKeys } from '../keyCompare';
-import { formatKey, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, typeOf, userKeyOf, ValueType } from '../../sstwriter/internalKey';
-import { FragmentedTombstoneList, RangeTombstone } from './fragmenter';
+import { compareInternal, compareUserKeys } from '../../base/keyCompare';
+import { formatKey, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, typeOf, userKeyOf, ValueType } from '../../base/internalKey';
+import { FragmentedTombstoneList, RangeTombstone } from '../../base/fragmenter';
 import { clipFragments } from './tombstoneIndex';
 
 /** The internal key a tombstone piece [start, ...)@seq starts at. */

@@ -11,10 +11,10 @@
  * - "No covering tombstone" is sequence 0: a tombstone deletes only keys with a smaller sequence,
  *   so one at sequence 0 deletes nothing and the two answers mean the same.
  */
-import { perf } from '../perfContext';
-import { compareByteRanges, compareUserKeys } from '../keyCompare';
-import { FragmentedTombstoneList } from './fragmenter';
-import { TRAILER_BYTES } from '../../sstwriter/internalKey';
+import { perf } from '../../base/perfContext';
+import { compareByteRanges, compareUserKeys } from '../../base/keyCompare';
+import { FragmentedTombstoneList } from '../../base/fragmenter';
+import { TRAILER_BYTES } from '../../base/internalKey';
 
 /** Compares key range [keyStart, keyStart + keyLength) of `key` with user key `bound`; counts. */
 export function compareKeyToBound(key: Buffer, keyStart: number, keyLength: number, bound: Buffer): number {

@@ -14,10 +14,10 @@
  * valid after the damage) from corruption in the middle (valid records after it).
  *
  * The CRC covers the type so a fragment cannot be reinterpreted as another kind, and it is
- * masked (see checksum.ts) because CRCs of data that itself embeds CRCs are weak.
+ * masked (see src/sstable/checksum.ts) because CRCs of data that itself embeds CRCs are weak.
  */
 import { crc32c } from '@node-rs/crc32';
-import { maskCrc } from '../../sstwriter/checksum';
+import { maskCrc } from '../../sstable/checksum';
 
 export const LOG_BLOCK_SIZE_BYTES = 32 * 1024;
 export const LOG_HEADER_BYTES = 7;

@@ -1,0 +1,99 @@
+/**
+ * Plain-data types shared by the import's parse phase, in-process and in worker threads:
+ * settings, the task protocol between the main thread and parse workers, and outcomes.
+ * Everything here crosses postMessage, so it is data only (no classes, no functions).
+ */
+import { IngestError } from '../../util/errors';
+import { CsvDialect } from '../csv/csvDialect';
+import { DEFAULT_READ_BUFFER_BYTES } from '../csv/csvReader';
+import { BadRow, BoundLayout, LayoutPlan } from '../rows/rowSink';
+import { RunInfo } from '../sort/runFile';
+
+/** Per-parser buffers outside the sort buffer: the read window and the run writer's chunk. */
+export const PARSER_FIXED_BYTES = DEFAULT_READ_BUFFER_BYTES + (1 << 20);
+
+/** Settings every parser (in-process or worker) needs. */
+export interface ParseSettings {
+  dialect: CsvDialect;
+  plan: LayoutPlan;
+  quoteByte: number;
+  maxBadRows: number;
+  runDir: string;
+}
+
+/** Where rows came from: a source is a whole file or a byte range of one. */
+export interface SourceInfo {
+  file: string;
+  /** Absolute line = lineOffset + the line the parser reported. */
+  lineOffset: number;
+}
+
+export interface ParseOutcome {
+  runs: RunInfo[];
+  sources: SourceInfo[];
+  rowsRead: number;
+  badRowCount: number;
+  badRows: BadRow[];
+  bound: BoundLayout | null;
+  inputBytes: number;
+  /** Byte ranges parsed by workers (0 in-process), and how many were parsed again after a wrong boundary guess. */
+  ranges: number;
+  rangesRetried: number;
+}
+
+/** Data a parse worker starts with. */
+export interface ParseWorkerData {
+  settings: ParseSettings;
+  bound: BoundLayout;
+  sortBufferBytes: number;
+  workerIndex: number;
+  /** Float64 slots [bytesRead, rows] per worker, for progress. */
+  progress: SharedArrayBuffer;
+}
+
+/** One byte range of one file: parse the records starting in [startOffset, stopAtOffset). */
+export interface ParseTask {
+  taskId: number;
+  /** Source id stamped on the task's rows. */
+  source: number;
+  file: string;
+  fileSizeBytes: number;
+  startOffset: number;
+  stopAtOffset: number;
+}
+
+export interface ParseTaskResult {
+  taskId: number;
+  startOffset: number;
+  /** First record boundary at or after stopAtOffset (where the next range must start). */
+  endOffset: number;
+  /** LF bytes in [startOffset, endOffset). */
+  lineFeeds: number;
+  runs: RunInfo[];
+  rows: number;
+  bytes: number;
+  badRowCount: number;
+  /** The first maxBadRows + 1 bad rows, lines relative to the task (line 1 = startOffset). */
+  badRows: BadRow[];
+  /** The task stopped at its (maxBadRows + 1)-th bad row; it wrote no runs. */
+  stoppedEarly: boolean;
+}
+
+export type WorkerReply = { type: 'done'; result: ParseTaskResult } | { type: 'error'; message: string; code: string | null; stack: string };
+
+/** A bad row past --max-bad-rows; carries the bad rows so far so --rejects can still be written. */
+export class TooManyBadRowsError extends IngestError {
+  constructor(
+    message: string,
+    readonly badRows: BadRow[],
+    readonly sources: SourceInfo[],
+  ) {
+    super('BAD_INPUT', message);
+  }
+}
+
+/** @param row the fatal row, its line absolute */
+export function tooManyBadRowsError(row: BadRow, where: string, maxBadRows: number, badRows: BadRow[], sources: SourceInfo[]): TooManyBadRowsError {
+  const limit = maxBadRows > 0 ? ` (more than --max-bad-rows ${maxBadRows} bad rows)` : '';
+  return new TooManyBadRowsError(`${where} line ${row.line}: ${row.reason}${limit}`, badRows, sources);
+}

@@ -1,0 +1,106 @@
+/**
+ * A parse worker thread: runs ParseTasks (byte ranges of regular files) one at a time, each into
+ * its own sorted runs, and replies with a ParseTaskResult.
+ *
+ * Contract: a task's runs hold only that task's rows (the sort buffer is spilled at the end of
+ * every task), so the main thread can throw away the output of a task that started at a wrong
+ * record boundary and run it again. A task that reaches maxBadRows + 1 bad rows stops, deletes
+ * its runs and reports them. The sort buffer (sortBufferBytes) is reused across tasks.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { parentPort, workerData } from 'worker_threads';
+import { IngestError } from '../../util/errors';
+import { readCsvRange } from '../csv/csvReader';
+import { ParseTask, ParseTaskResult, ParseWorkerData, WorkerReply } from './parseTypes';
+import { RowSink } from '../rows/rowSink';
+import { RunInfo, spillSortBuffer } from '../sort/runFile';
+import { SortBuffer } from '../sort/sortBuffer';
+
+/** Thrown through the tokenizer to end a task at its (maxBadRows + 1)-th bad row. */
+class StopTask extends Error {}
+
+export function runParseTask(data: ParseWorkerData, buffer: SortBuffer, task: ParseTask, progress: Float64Array | null): ParseTaskResult {
+  const { settings } = data;
+  const runs: RunInfo[] = [];
+  let runNumber = 0;
+  buffer.clear();
+  const spill = (): void => {
+    if (buffer.count === 0) return;
+    const file = path.join(settings.runDir, `w${data.workerIndex}-t${task.taskId}-${++runNumber}-${task.startOffset}.run`);
+    runs.push(spillSortBuffer(buffer, file));
+    buffer.clear();
+  };
+  const sink = new RowSink(
+    settings.plan,
+    data.bound,
+    buffer,
+    settings.quoteByte,
+    spill,
+    settings.maxBadRows,
+    settings.maxBadRows + 1,
+    () => {
+      throw new StopTask();
+    },
+    () => `${task.file} (bytes from ${task.startOffset})`,
+  );
+  sink.source = task.source;
+  const slot = data.workerIndex * 2;
+  let stoppedEarly = false;
+  let endOffset = task.startOffset;
+  let lineFeeds = 0;
+  let bytes = 0;
+  const fd = fs.openSync(task.file, 'r');
+  try {
+    const r = readCsvRange(fd, task.fileSizeBytes, task.startOffset, task.stopAtOffset, settings.dialect, sink, 1, buffer.windowRegion(), (n) => {
+      bytes += n;
+      if (progress !== null) {
+        progress[slot] += n;
+        progress[slot + 1] = sink.rows;
+      }
+    });
+    endOffset = r.endOffset;
+    lineFeeds = r.lineFeeds;
+    spill();
+  } catch (e) {
+    if (!(e instanceof StopTask)) {
+      for (const run of runs) fs.rmSync(run.path, { force: true });
+      throw e;
+    }
+    stoppedEarly = true;
+    for (const run of runs) fs.rmSync(run.path, { force: true });
+    runs.length = 0;
+    buffer.clear();
+  } finally {
+    fs.closeSync(fd);
+  }
+  return {
+    taskId: task.taskId,
+    startOffset: task.startOffset,
+    endOffset,
+    lineFeeds,
+    runs,
+    rows: sink.rows,
+    bytes,
+    badRowCount: sink.badRowCount,
+    badRows: sink.badRows,
+    stoppedEarly,
+  };
+}
+
+if (parentPort !== null && workerData !== null && typeof workerData === 'object' && 'sortBufferBytes' in workerData) {
+  const port = parentPort;
+  const data = workerData as ParseWorkerData;
+  const buffer = new SortBuffer(data.sortBufferBytes);
+  const progress = new Float64Array(data.progress);
+  port.on('message', (task: ParseTask) => {
+    let reply: WorkerReply;
+    try {
+      reply = { type: 'done', result: runParseTask(data, buffer, task, progress) };
+    } catch (e) {
+      const err = e as Error;
+      reply = { type: 'error', message: err.message, code: e instanceof IngestError ? e.code : null, stack: err.stack ?? '' };
+    }
+    port.postMessage(reply);
+  });
+}

@@ -1,0 +1,45 @@
+/**
+ * A merge worker thread: merges one key range of all runs into SSTs (see src/ingest/sort/parallelMerge.ts) and
+ * replies once with its MergeResult and files, then is terminated. On failure it removes the
+ * files it wrote before replying.
+ */
+import { parentPort, workerData } from 'worker_threads';
+import { IngestError } from '../../util/errors';
+import { mergeRunsIntoSsts } from './mergeToSsts';
+import { MergeReply, MergeTask } from './parallelMerge';
+import { SstSetWriter } from './sstSetWriter';
+
+function runMergeTask(t: MergeTask): MergeReply {
+  const out = new SstSetWriter(t.outputDir, t.token, t.partition, t.targetFileSizeBytes, t.sstOptions, t.rowOrigins);
+  const progress = new Float64Array(t.progress);
+  try {
+    const result = mergeRunsIntoSsts(
+      t.runs,
+      t.policy,
+      out,
+      t.readBufferBytes,
+      (rows) => {
+        progress[t.partition] = rows;
+      },
+      {
+        low: t.lowHex === null ? null : Buffer.from(t.lowHex, 'hex'),
+        high: t.highHex === null ? null : Buffer.from(t.highHex, 'hex'),
+        startOffsets: t.startOffsets,
+      },
+    );
+    // Under the error policy a duplicate means the import fails: no need to finish the files.
+    if (result.duplicateCount > 0 && t.policy === 'error') {
+      out.abort();
+      return { type: 'done', result, files: [] };
+    }
+    return { type: 'done', result, files: out.finish() };
+  } catch (e) {
+    out.abort();
+    const err = e as Error;
+    return { type: 'error', message: err.message, code: e instanceof IngestError ? e.code : null, stack: err.stack ?? '' };
+  }
+}
+
+if (parentPort !== null && workerData !== null && typeof workerData === 'object' && 'startOffsets' in workerData) {
+  parentPort.postMessage(runMergeTask(workerData as MergeTask));
+}

@@ -1,0 +1,133 @@
+/**
+ * Parallel merge: the key space is cut into one range per merge worker, and each worker merges
+ * every run's part of its range into its own SSTs (src/ingest/sort/mergeWorker.ts), so SST building — the costly
+ * half of an import — uses every core.
+ *
+ * Split points are quantiles of the runs' samples (one per SAMPLE_EVERY_BYTES of run), so ranges
+ * hold about equal bytes. A range is [low, high): all rows of a key fall in one range, so
+ * duplicate handling inside a worker is exact, and the ranges' files concatenated in range order
+ * are sorted and non-overlapping. Each reader of a range starts at the run's last sample below
+ * `low` (or at the start), so no worker reads the parts of the runs before its range.
+ *
+ * Results: duplicate counts add up; the examples are the first MAX_DUPLICATE_EXAMPLES in key
+ * order over all ranges. On any failure every file any worker wrote is removed.
+ */
+import { IngestError } from '../../util/errors';
+import { SstFileWriterOptions } from '../../sstwriter/sstFileWriter';
+import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeResult } from './mergeToSsts';
+import { Progress } from '../progress';
+import { FIRST_ENTRY_OFFSET, RunInfo } from './runFile';
+import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
+import { startModuleWorker } from '../../util/workerBootstrap';
+
+const PROGRESS_INTERVAL_MS = 200;
+
+/** What one merge worker does. Plain data. */
+export interface MergeTask {
+  runs: RunInfo[];
+  startOffsets: number[];
+  lowHex: string | null;
+  highHex: string | null;
+  policy: DuplicatePolicy;
+  readBufferBytes: number;
+  outputDir: string;
+  token: string;
+  partition: number;
+  targetFileSizeBytes: number;
+  sstOptions: Partial<SstFileWriterOptions>;
+  /** Write an origins side file beside each SST (see src/ingest/sort/sstSetWriter.ts); null: none. */
+  rowOrigins: RowOriginSources | null;
+  /** Float64 slot per partition: rows merged so far. */
+  progress: SharedArrayBuffer;
+}
+
+export type MergeReply = { type: 'done'; result: MergeResult; files: WrittenFile[] } | { type: 'error'; message: string; code: string | null; stack: string };
+
+export interface KeyRangePlan {
+  lowHex: string | null;
+  highHex: string | null;
+  startOffsets: number[];
+}
+
+/** Cuts the key space into up to `parts` ranges of about equal run bytes. */
+export function planKeyRanges(runs: readonly RunInfo[], parts: number): KeyRangePlan[] {
+  const keys = runs.flatMap((r) => r.samples.map((s) => Buffer.from(s.keyHex, 'hex')));
+  keys.sort(Buffer.compare);
+  const splits: Buffer[] = [];
+  for (let p = 1; p < parts; p++) {
+    const k = keys[Math.floor((p * keys.length) / parts)];
+    if (k === undefined) break;
+    if (splits.length === 0 || Buffer.compare(splits[splits.length - 1], k) < 0) splits.push(k);
+  }
+  const bounds: (Buffer | null)[] = [null, ...splits, null];
+  const plans: KeyRangePlan[] = [];
+  for (let p = 0; p + 1 < bounds.length; p++) {
+    const low = bounds[p];
+    plans.push({
+      lowHex: low === null ? null : low.toString('hex'),
+      highHex: bounds[p + 1] === null ? null : (bounds[p + 1] as Buffer).toString('hex'),
+      startOffsets: runs.map((r) => {
+        if (low === null) return FIRST_ENTRY_OFFSET;
+        let offset = FIRST_ENTRY_OFFSET;
+        for (const s of r.samples) {
+          if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
+          offset = s.offset;
+        }
+        return offset;
+      }),
+    });
+  }
+  return plans;
+}
+
+export interface ParallelMergeOutcome {
+  merge: MergeResult;
+  /** All files, in key order. */
+  files: WrittenFile[];
+}
+
+export async function mergeInWorkers(
+  runs: RunInfo[],
+  ranges: KeyRangePlan[],
+  base: Omit<MergeTask, 'runs' | 'startOffsets' | 'lowHex' | 'highHex' | 'partition' | 'progress'>,
+  totalRows: number,
+  progress: Progress,
+): Promise<ParallelMergeOutcome> {
+  const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
+  const merged = new Float64Array(cells);
+  const timer = setInterval(() => {
+    progress.update({ phase: `merge (${ranges.length} threads)`, doneBytes: 0, totalBytes: null, rows: merged.reduce((a, b) => a + b, 0), totalRows });
+  }, PROGRESS_INTERVAL_MS);
+  const replies = await Promise.allSettled(
+    ranges.map(
+      (range, partition) =>
+        new Promise<{ result: MergeResult; files: WrittenFile[] }>((resolve, reject) => {
+          const task: MergeTask = { ...base, runs, ...range, partition, progress: cells };
+          const w = startModuleWorker(__filename, 'mergeWorker', task);
+          w.once('message', (reply: MergeReply) => {
+            if (reply.type === 'done') resolve({ result: reply.result, files: reply.files });
+            else reject(reply.code !== null ? new IngestError(reply.code as IngestError['code'], reply.message) : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`));
+            void w.terminate();
+          });
+          w.once('error', reject);
+          w.once('exit', (code) => reject(new Error(`merge worker exited with code ${code} before replying`)));
+        }),
+    ),
+  );
+  clearInterval(timer);
+  const done = replies.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = replies.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) {
+    for (const d of done) removeFiles(d.files);
+    throw failed.reason;
+  }
+  const duplicates: DuplicatePair[] = done.flatMap((d) => d.result.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })));
+  duplicates.sort((a, b) => Buffer.compare(a.key, b.key));
+  const merge: MergeResult = {
+    rowsMerged: done.reduce((a, d) => a + d.result.rowsMerged, 0),
+    rowsWritten: done.reduce((a, d) => a + d.result.rowsWritten, 0),
+    duplicateCount: done.reduce((a, d) => a + d.result.duplicateCount, 0),
+    duplicates: duplicates.slice(0, MAX_DUPLICATE_EXAMPLES),
+  };
+  return { merge, files: done.flatMap((d) => d.files) };
+}

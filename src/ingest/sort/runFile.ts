@@ -1,0 +1,305 @@
+/**
+ * Sorted runs: the spill files of the external sort, written once in key order and read back
+ * once, sequentially, by the merge. They live in the import's temp directory and never outlive it.
+ *
+ * On disk:
+ *   "INGRUN1\n"                                    8-byte magic
+ *   entry*: varint32 keyLength | varint32 valueLength | varint32 source | varint64 line | key | value
+ * Entries are in key order, rows with equal keys in input order. The entry count is kept in the
+ * RunInfo (in memory), and the reader checks it at the end, so a truncated run is caught.
+ *
+ * Samples: the RunInfo also lists (file offset, key) of the first entry and of the first entry
+ * after every SAMPLE_EVERY_BYTES of the file. The parallel merge picks its key-range split
+ * points from them and starts a partition's reader at the last sample below its range.
+ *
+ * Buffers: the writer gathers WRITE_CHUNK_BYTES before each write; the reader reads
+ * `readBufferBytes` at a time and grows only for an entry larger than that (up to the entry's size).
+ */
+import * as fs from 'fs';
+import { IngestError } from '../../util/errors';
+import { writeVarint } from '../../util/coding';
+import { copyRange } from '../../util/copyRange';
+import { BufferRegion } from '../csv/csvReader';
+import { SortBuffer } from './sortBuffer';
+
+const MAGIC = Buffer.from('INGRUN1\n', 'latin1');
+const WRITE_CHUNK_BYTES = 1 << 20;
+/** Longest entry header: three varint32 and one varint64. */
+const MAX_ENTRY_HEADER_BYTES = 5 * 3 + 10;
+
+/** Run bytes between samples. */
+export const SAMPLE_EVERY_BYTES = 64 << 10;
+/** Offset of the first entry. */
+export const FIRST_ENTRY_OFFSET = MAGIC.length;
+
+export interface RunSample {
+  /** File offset of the entry. */
+  offset: number;
+  /** Its key, hex (RunInfo crosses postMessage, so plain data). */
+  keyHex: string;
+}
+
+export interface RunInfo {
+  path: string;
+  entries: number;
+  bytes: number;
+  samples: RunSample[];
+}
+
+/** Appends entries to a new run file, through a chunk of its own or one lent by the caller. */
+export class RunWriter {
+  readonly path: string;
+  private fd: number;
+  /** Entries gather in chunk[lo, fill) (at most up to hi) before each write. */
+  private chunk: Buffer;
+  private lo: number;
+  private hi: number;
+  private fill: number;
+  private entries = 0;
+  private bytes = 0;
+  private nextSampleAt = 0;
+  private readonly samples: RunSample[] = [];
+
+  constructor(path: string, chunk?: BufferRegion) {
+    this.path = path;
+    if (chunk !== undefined) {
+      this.chunk = chunk.buf;
+      this.lo = chunk.start;
+      this.hi = chunk.end;
+    } else {
+      this.chunk = Buffer.allocUnsafe(WRITE_CHUNK_BYTES);
+      this.lo = 0;
+      this.hi = WRITE_CHUNK_BYTES;
+    }
+    try {
+      this.fd = fs.openSync(path, 'wx');
+    } catch (e) {
+      throw new IngestError('IO', `cannot create run file ${path}: ${(e as Error).message}`, { cause: e });
+    }
+    MAGIC.copy(this.chunk, this.lo);
+    this.fill = this.lo + MAGIC.length;
+  }
+
+  /** Appends an entry whose key is src[start, start + keyLength) and whose value follows it directly. */
+  add(src: Buffer, start: number, keyLength: number, valueLength: number, source: number, line: number): void {
+    const need = MAX_ENTRY_HEADER_BYTES + keyLength + valueLength;
+    if (this.fill + need > this.hi) {
+      this.flush();
+      if (need > this.hi - this.lo) {
+        // An entry larger than the chunk: use a chunk of our own, big enough.
+        this.chunk = Buffer.allocUnsafe(need);
+        this.lo = this.fill = 0;
+        this.hi = need;
+      }
+    }
+    const c = this.chunk;
+    let p = this.fill;
+    const fileOffset = this.bytes + (p - this.lo);
+    if (fileOffset >= this.nextSampleAt) {
+      this.samples.push({ offset: fileOffset, keyHex: src.toString('hex', start, start + keyLength) });
+      this.nextSampleAt = fileOffset + SAMPLE_EVERY_BYTES;
+    }
+    p = writeVarint(c, p, keyLength);
+    p = writeVarint(c, p, valueLength);
+    p = writeVarint(c, p, source);
+    p = writeVarint(c, p, line);
+    this.fill = copyRange(src, start, start + keyLength + valueLength, c, p);
+    this.entries++;
+  }
+
+  private flush(): void {
+    let off = this.lo;
+    while (off < this.fill) off += fs.writeSync(this.fd, this.chunk, off, this.fill - off);
+    this.bytes += this.fill - this.lo;
+    this.fill = this.lo;
+  }
+
+  finish(): RunInfo {
+    this.flush();
+    fs.closeSync(this.fd);
+    this.fd = -1;
+    return { path: this.path, entries: this.entries, bytes: this.bytes, samples: this.samples };
+  }
+
+  /** Closes and deletes the file (after an error). */
+  abort(): void {
+    if (this.fd >= 0) fs.closeSync(this.fd);
+    this.fd = -1;
+    fs.rmSync(this.path, { force: true });
+  }
+}
+
+/**
+ * Rows gathered per prefetch batch in spillSortBuffer. The spill reads rows in key order, which is
+ * random order in the arena, so each row's first bytes are a cache (and often TLB) miss. A first
+ * pass over a batch only loads one byte at each end of every row; those loads do not depend on
+ * each other, so the CPU keeps many misses in flight at once, and the copies that follow mostly
+ * hit the cache. Measured on the trades rows: the gather loop alone about a quarter faster, the
+ * whole spill (sort included) a few percent. 64 rows of ~110 bytes stay well inside L1/L2.
+ */
+const SPILL_PREFETCH_ROWS = 64;
+/** Where the prefetch loads go: a store the JIT must keep, so it cannot drop the loads. */
+let prefetchSink = 0;
+
+/** Sorts the buffer and writes it as one run. */
+export function spillSortBuffer(buffer: SortBuffer, path: string): RunInfo {
+  buffer.sort();
+  const w = new RunWriter(path, buffer.chunkRegion());
+  try {
+    const { order, offset, keyLength, valueLength, source, line, arena } = buffer;
+    const count = buffer.count;
+    let touched = 0;
+    for (let i = 0; i < count; i += SPILL_PREFETCH_ROWS) {
+      const batchEnd = i + SPILL_PREFETCH_ROWS < count ? i + SPILL_PREFETCH_ROWS : count;
+      for (let j = i; j < batchEnd; j++) {
+        const e = order[j];
+        const o = offset[e];
+        touched ^= arena[o] ^ arena[o + keyLength[e] + valueLength[e] - 1];
+      }
+      for (let j = i; j < batchEnd; j++) {
+        const e = order[j];
+        w.add(arena, offset[e], keyLength[e], valueLength[e], source[e], line[e]);
+      }
+    }
+    prefetchSink ^= touched;
+    return w.finish();
+  } catch (e) {
+    w.abort();
+    throw e;
+  }
+}
+
+/**
+ * Reads a run front to back, or from a sample's offset to the end. After `next()` returns true, the entry is
+ * buf[keyStart, keyEnd) / buf[keyEnd, valueEnd) with `source` and `line`; those bytes stay valid
+ * until the next call.
+ */
+export class RunReader {
+  readonly info: RunInfo;
+  buf: Buffer;
+  keyStart = 0;
+  keyEnd = 0;
+  valueEnd = 0;
+  source = 0;
+  line = 0;
+  private fd: number;
+  private pos = 0;
+  private limit = 0;
+  private fileOffset = 0;
+  private eof = false;
+  private seen = 0;
+
+  /** Entries are counted (and the count checked at the end) only when reading from the start. */
+  private readonly counting: boolean;
+
+  /**
+   * @param startOffset FIRST_ENTRY_OFFSET or a sample's offset
+   * @param deleteAtEnd unlink the file once it has been read to the end (its only reader)
+   */
+  constructor(
+    info: RunInfo,
+    readBufferBytes: number,
+    startOffset = FIRST_ENTRY_OFFSET,
+    private readonly deleteAtEnd = false,
+  ) {
+    this.info = info;
+    this.buf = Buffer.allocUnsafe(Math.max(readBufferBytes, MAX_ENTRY_HEADER_BYTES * 4));
+    this.counting = startOffset === FIRST_ENTRY_OFFSET;
+    try {
+      this.fd = fs.openSync(info.path, 'r');
+    } catch (e) {
+      throw new IngestError('IO', `cannot open run file ${info.path}: ${(e as Error).message}`, { cause: e });
+    }
+    const magic = Buffer.alloc(MAGIC.length);
+    if (fs.readSync(this.fd, magic, 0, MAGIC.length, 0) !== MAGIC.length || !magic.equals(MAGIC)) {
+      fs.closeSync(this.fd);
+      throw new IngestError('IO', `run file ${info.path} has no run header`);
+    }
+    this.fileOffset = startOffset;
+    this.refill(0);
+  }
+
+  /** Keeps buf[from, limit), moves it to the front, and reads more after it. */
+  private refill(from: number): void {
+    const keep = this.limit - from;
+    if (keep > 0 && from > 0) this.buf.copy(this.buf, 0, from, this.limit);
+    this.limit = keep;
+    this.pos = 0;
+    while (!this.eof && this.limit < this.buf.length) {
+      const n = fs.readSync(this.fd, this.buf, this.limit, this.buf.length - this.limit, this.fileOffset);
+      if (n === 0) this.eof = true;
+      this.limit += n;
+      this.fileOffset += n;
+    }
+  }
+
+  next(): boolean {
+    if (this.limit - this.pos < MAX_ENTRY_HEADER_BYTES && !this.eof) this.refill(this.pos);
+    if (this.pos >= this.limit) {
+      if (this.counting && this.seen !== this.info.entries) throw new IngestError('IO', `run file ${this.info.path} ended after ${this.seen} of ${this.info.entries} entries`);
+      if (this.deleteAtEnd && this.fd >= 0) {
+        // Read to the end: free its disk space now, on a libuv thread, while the merge goes on
+        // (unlinking a large file costs the kernel real time). A failure leaves it to the
+        // temp directory's removal at the end of the import.
+        this.close();
+        fs.unlink(this.info.path, () => undefined);
+      }
+      return false;
+    }
+    const buf = this.buf;
+    let p = this.pos;
+    // Four varints, inline: the merge reads every entry through here.
+    let b = buf[p++];
+    let keyLength = b & 0x7f;
+    for (let shift = 7; b >= 0x80; shift += 7) {
+      b = buf[p++];
+      keyLength |= (b & 0x7f) << shift;
+    }
+    b = buf[p++];
+    let valueLength = b & 0x7f;
+    for (let shift = 7; b >= 0x80; shift += 7) {
+      b = buf[p++];
+      valueLength |= (b & 0x7f) << shift;
+    }
+    b = buf[p++];
+    let source = b & 0x7f;
+    for (let shift = 7; b >= 0x80; shift += 7) {
+      b = buf[p++];
+      source |= (b & 0x7f) << shift;
+    }
+    b = buf[p++];
+    let line = b & 0x7f;
+    for (let mul = 128; b >= 0x80; mul *= 128) {
+      b = buf[p++];
+      line += (b & 0x7f) * mul;
+    }
+    keyLength >>>= 0;
+    valueLength >>>= 0;
+    const need = p - this.pos + keyLength + valueLength;
+    if (p + keyLength + valueLength > this.limit) {
+      if (this.eof) throw new IngestError('IO', `run file ${this.info.path} is truncated inside entry ${this.seen + 1}`);
+      if (need > this.buf.length) {
+        const bigger = Buffer.allocUnsafe(need);
+        this.buf.copy(bigger, 0, this.pos, this.limit);
+        this.limit -= this.pos;
+        this.pos = 0;
+        this.buf = bigger;
+      }
+      this.refill(this.pos);
+      return this.next(); // the whole entry is in the buffer now
+    }
+    this.keyStart = p;
+    this.keyEnd = p + keyLength;
+    this.valueEnd = this.keyEnd + valueLength;
+    this.source = source >>> 0;
+    this.line = line;
+    this.pos = this.valueEnd;
+    this.seen++;
+    return true;
+  }
+
+  close(): void {
+    if (this.fd >= 0) fs.closeSync(this.fd);
+    this.fd = -1;
+  }
+}
