@@ -10,6 +10,11 @@
  * input file and line from the caller's `sourceOf` (called in ascending key order, so it can
  * walk a side index forward).
  *
+ * Two drivers run the same steps (the scan is a generator, scan.ts): checkSstConflicts runs it in
+ * one go; checkSstConflictsSliced hands the event loop back every few milliseconds, for a process
+ * that keeps serving while it checks. The report's keyComparisons, scanSeconds and scanCpuSeconds
+ * count the scan's own slices only, not the work that ran between them.
+ *
  * Strategy `auto` (the default) follows CockroachDB's AddSSTable: when the engine's table bytes
  * in the SSTs' key range exceed AUTO_GET_RATIO times the SSTs' size, point lookups win, since
  * each costs a few Bloom probes however much data lies in between, whereas a merge walks (or
@@ -20,6 +25,7 @@ import { Engine, Snapshot } from '../engine/engine';
 import { perf } from '../base/perfContext';
 import { BlockCache } from '../sstable/reader/blockCache';
 import { IngestError } from '../util/errors';
+import { SliceOptions, Sliced, runSliced, runSlicedSync } from '../util/slices';
 import { ConflictCollector } from './collector';
 import {
   CONFLICT_REPORT_FORMAT,
@@ -75,9 +81,72 @@ export function checkSstConflicts(engine: Engine, sstPaths: readonly string[], o
   }
 }
 
+/** checkSstConflicts a slice at a time, returning to the event loop between slices. */
+export async function checkSstConflictsSliced(
+  engine: Engine,
+  sstPaths: readonly string[],
+  opts: CheckSstConflictsOptions & Pick<SliceOptions, 'sliceMs'> = {},
+): Promise<ConflictReport> {
+  validateOptions(opts);
+  const run = SstRun.open(sstPaths, { verifyChecksums: opts.verifyChecksums, blockCache: opts.blockCache });
+  try {
+    const meter = new ScanMeter();
+    const slices = conflictCheckSlices(engine, run, opts, meter);
+    return await runSliced(slices, { sliceMs: opts.sliceMs, onPause: () => meter.pause(), onResume: () => meter.resume() });
+  } finally {
+    run.close();
+  }
+}
+
 /** checkSstConflicts over SSTs already open as a run (for callers that check one set repeatedly). */
 export function checkSstRunConflicts(engine: Engine, run: SstRun, opts: CheckSstConflictsOptions = {}): ConflictReport {
   validateOptions(opts);
+  return runSlicedSync(conflictCheckSlices(engine, run, opts, new ScanMeter()));
+}
+
+/**
+ * What the scan itself costs, its slices only: key comparisons (perf context), wall and CPU
+ * time, paused while other work has the event loop.
+ */
+class ScanMeter {
+  keyComparisons = 0;
+  seconds = 0;
+  cpuSeconds = 0;
+  private running = false;
+  private comparisonsAt = 0;
+  private wallAtMs = 0;
+  private cpuAt: NodeJS.CpuUsage = { user: 0, system: 0 };
+
+  start(): void {
+    this.running = true;
+    this.resumeClock();
+  }
+
+  pause(): void {
+    if (!this.running) return;
+    this.keyComparisons += perf.keyComparisons - this.comparisonsAt;
+    this.seconds += (performance.now() - this.wallAtMs) / 1000;
+    const cpu = process.cpuUsage(this.cpuAt);
+    this.cpuSeconds += (cpu.user + cpu.system) / 1e6;
+  }
+
+  resume(): void {
+    if (this.running) this.resumeClock();
+  }
+
+  stop(): void {
+    this.pause();
+    this.running = false;
+  }
+
+  private resumeClock(): void {
+    this.comparisonsAt = perf.keyComparisons;
+    this.wallAtMs = performance.now();
+    this.cpuAt = process.cpuUsage();
+  }
+}
+
+function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflictsOptions, meter: ScanMeter): Sliced<ConflictReport> {
   const requested = opts.strategy ?? 'auto';
   const maxReported = opts.maxReported ?? DEFAULT_MAX_REPORTED;
   const trySeekUsingNext = opts.trySeekUsingNext ?? true;
@@ -87,23 +156,16 @@ export function checkSstRunConflicts(engine: Engine, run: SstRun, opts: CheckSst
     const collector = new ConflictCollector(maxReported, opts.collectConflictingKeys === true);
     let choice: StrategyChoice = { strategy: requested === 'get' ? 'get' : 'seek', reason: 'the SSTs hold no keys', engineBytesInSpan: null };
     let emptySpan = true;
-    let scanSeconds = 0;
-    let scanCpuSeconds = 0;
-    let keyComparisons = 0;
     if (!run.isEmpty) {
       const upperBound = Buffer.concat([run.largest, Buffer.of(0)]);
       choice = chooseStrategy(requested, engine, run, upperBound);
       const input = { engine, run, snapshot, upperBound, collector };
-      const comparisonsBefore = perf.keyComparisons;
-      const cpu0 = process.cpuUsage();
-      const t0 = performance.now();
-      emptySpan = choice.strategy === 'seek' ? scanBySeeking(input, { trySeekUsingNext }) : scanByGets(input);
-      scanSeconds = (performance.now() - t0) / 1000;
-      const cpu = process.cpuUsage(cpu0);
-      scanCpuSeconds = (cpu.user + cpu.system) / 1e6;
-      keyComparisons = perf.keyComparisons - comparisonsBefore;
+      meter.start();
+      emptySpan = choice.strategy === 'seek' ? yield* scanBySeeking(input, { trySeekUsingNext }) : yield* scanByGets(input);
+      meter.stop();
       resolveExistingSeqs(engine, snapshot, collector);
     }
+    const { keyComparisons, seconds: scanSeconds, cpuSeconds: scanCpuSeconds } = meter;
     const formatKey = opts.formatKey ?? showKey;
     const conflicts: ReportedConflict[] = collector.reported.map((c) => ({
       key: formatKey(c.key),

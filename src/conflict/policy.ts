@@ -8,12 +8,15 @@
  * with itself changes nothing a reader can see.
  *
  * The decision is only as fresh as the report's snapshot: the caller must ingest without
- * letting writes in between (or re-check), or a write racing the import can turn into an
- * unreported overwrite.
+ * letting writes into the files' span in between, or a write racing the import can turn into an
+ * unreported overwrite. ingestWithConflictCheck (checkedIngest.ts) does that with the engine's
+ * span latch; applyConflictPolicySliced is the same decision with the skip rewrite run a slice at
+ * a time.
  */
 import { IngestError } from '../util/errors';
 import { ConflictReport } from './report';
-import { RewriteOptions, RewrittenFile, rewriteWithoutKeys } from './rewrite';
+import { SliceOptions } from '../util/slices';
+import { RewriteOptions, RewriteResult, RewrittenFile, rewriteWithoutKeys, rewriteWithoutKeysSliced } from './rewrite';
 
 export type OnConflict = 'abort' | 'overwrite' | 'skip';
 
@@ -42,14 +45,39 @@ export function parseOnConflict(text: string): OnConflict {
  * checkSstConflicts with collectConflictingKeys, and the rewritten files are written now.
  */
 export function applyConflictPolicy(policy: OnConflict, report: ConflictReport, sstPaths: readonly string[], rewrite: RewriteOptions = {}): IngestPlan {
+  const decided = decideWithoutRewrite(policy, report, sstPaths);
+  if (decided.plan !== null) return decided.plan;
+  return withRewrite(decided.base, rewriteWithoutKeys(sstPaths, decided.keys, rewrite));
+}
+
+/** applyConflictPolicy with the skip rewrite run a slice at a time. */
+export async function applyConflictPolicySliced(
+  policy: OnConflict,
+  report: ConflictReport,
+  sstPaths: readonly string[],
+  rewrite: RewriteOptions = {},
+  slicing: SliceOptions = {},
+): Promise<IngestPlan> {
+  const decided = decideWithoutRewrite(policy, report, sstPaths);
+  if (decided.plan !== null) return decided.plan;
+  return withRewrite(decided.base, await rewriteWithoutKeysSliced(sstPaths, decided.keys, rewrite, slicing));
+}
+
+type Decided = { plan: IngestPlan; base: null; keys: null } | { plan: null; base: IngestPlan; keys: readonly Buffer[] };
+
+/** The plan when no rewrite is needed; else what the rewrite needs. */
+function decideWithoutRewrite(policy: OnConflict, report: ConflictReport, sstPaths: readonly string[]): Decided {
   const conflicts = report.summary.conflicts;
   const plan: IngestPlan = { policy, ingest: true, files: sstPaths.slice(), rewritten: [], emptied: [], rowsHeldBack: 0 };
-  if (conflicts === 0 || policy === 'overwrite') return plan;
-  if (policy === 'abort') return { ...plan, ingest: false, files: [], rowsHeldBack: conflicts };
+  if (conflicts === 0 || policy === 'overwrite') return { plan, base: null, keys: null };
+  if (policy === 'abort') return { plan: { ...plan, ingest: false, files: [], rowsHeldBack: conflicts }, base: null, keys: null };
   const keys = report.conflictingKeys;
   if (keys === null || keys.length !== conflicts) {
     throw new IngestError('INVALID_ARGUMENT', 'the skip policy needs every conflicting key: run checkSstConflicts with collectConflictingKeys');
   }
-  const r = rewriteWithoutKeys(sstPaths, keys, rewrite);
-  return { ...plan, files: r.paths, rewritten: r.rewritten, emptied: r.emptied, rowsHeldBack: conflicts };
+  return { plan: null, base: { ...plan, rowsHeldBack: conflicts }, keys };
+}
+
+function withRewrite(base: IngestPlan, r: RewriteResult): IngestPlan {
+  return { ...base, files: r.paths, rewritten: r.rewritten, emptied: r.emptied };
 }

@@ -14,6 +14,9 @@
  *   written and not returned. If any rewrite fails, the files this call wrote are removed.
  * - Inputs must be put-only SSTs (as checkSstConflicts requires); anything else is
  *   NOT_SUPPORTED.
+ * - The copy loop is a generator yielding every REWRITE_ENTRIES_PER_YIELD entries:
+ *   rewriteWithoutKeys runs it in one go, rewriteWithoutKeysSliced a slice at a time
+ *   (src/util/slices.ts) for a process that keeps serving meanwhile.
  */
 import * as fs from 'fs';
 import * as nodePath from 'path';
@@ -23,6 +26,10 @@ import { TableReader } from '../sstable/reader/tableReader';
 import { TRAILER_BYTES, ValueType, typeOf } from '../base/internalKey';
 import { CompressionType } from '../sstable/compression';
 import { SstFileWriter, SstFileWriterOptions } from '../sstwriter/sstFileWriter';
+import { SliceOptions, Sliced, runSliced, runSlicedSync } from '../util/slices';
+
+/** Entries copied between yields. */
+export const REWRITE_ENTRIES_PER_YIELD = 256;
 
 export interface RewriteOptions {
   /** Table options for rewritten files, over those derived from each original. */
@@ -52,6 +59,19 @@ export function defaultSkipPath(path: string): string {
 }
 
 export function rewriteWithoutKeys(sstPaths: readonly string[], conflictingKeys: readonly Buffer[], opts: RewriteOptions = {}): RewriteResult {
+  return runSlicedSync(rewriteSlices(sstPaths, conflictingKeys, opts));
+}
+
+export function rewriteWithoutKeysSliced(
+  sstPaths: readonly string[],
+  conflictingKeys: readonly Buffer[],
+  opts: RewriteOptions = {},
+  slicing: SliceOptions = {},
+): Promise<RewriteResult> {
+  return runSliced(rewriteSlices(sstPaths, conflictingKeys, opts), slicing);
+}
+
+function* rewriteSlices(sstPaths: readonly string[], conflictingKeys: readonly Buffer[], opts: RewriteOptions): Sliced<RewriteResult> {
   const keys = conflictingKeys.slice().sort(compareUserKeys);
   const outputPathFor = opts.outputPathFor ?? defaultSkipPath;
   const result: RewriteResult = { paths: [], rewritten: [], emptied: [] };
@@ -66,7 +86,7 @@ export function rewriteWithoutKeys(sstPaths: readonly string[], conflictingKeys:
         }
         const to = outputPathFor(path);
         if (nodePath.resolve(to) === nodePath.resolve(path)) throw new IngestError('INVALID_ARGUMENT', `rewrite of ${path} would overwrite it`);
-        const r = rewriteOne(reader, keys, first, to, { ...optionsOf(reader), ...opts.sstOptions });
+        const r = yield* rewriteOne(reader, keys, first, to, { ...optionsOf(reader), ...opts.sstOptions });
         if (r === null) {
           result.emptied.push(path);
         } else {
@@ -101,20 +121,25 @@ function firstKeyInFile(reader: TableReader, keys: readonly Buffer[]): number {
 }
 
 /** Copies every entry but `keys` (from index `from`) into `to`; null if nothing was left. */
-function rewriteOne(
+function* rewriteOne(
   reader: TableReader,
   keys: readonly Buffer[],
   from: number,
   to: string,
   options: Partial<SstFileWriterOptions>,
-): { to: string; keptEntries: number; droppedEntries: number } | null {
+): Sliced<{ to: string; keptEntries: number; droppedEntries: number } | null> {
   const writer = new SstFileWriter(to, options);
   const it = reader.newIterator();
   let j = from;
   let kept = 0;
   let dropped = 0;
+  let steps = 0;
   try {
     for (it.first(); it.valid(); it.next()) {
+      if (++steps === REWRITE_ENTRIES_PER_YIELD) {
+        steps = 0;
+        yield;
+      }
       const ikey = it.key();
       if (typeOf(ikey) !== ValueType.Value) {
         throw new IngestError('NOT_SUPPORTED', `${reader.path}: the skip rewrite handles put-only SSTs, found an entry of type ${typeOf(ikey)}`);

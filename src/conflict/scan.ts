@@ -34,16 +34,24 @@
  * Both start with one bounded seek: if it finds nothing, the engine holds nothing in the run's
  * range and every SST key is new (the empty-span fast path).
  *
- * Everything here is synchronous: the scan runs as one task, so nothing else touches the engine
- * meanwhile (the snapshot would keep the answer consistent anyway).
+ * Slicing: both scans are generators that yield every SCAN_KEYS_PER_YIELD loop steps, so a
+ * caller serving other work runs them a slice at a time (src/util/slices.ts) and the event loop
+ * stays responsive; runSlicedSync runs the same steps in one go. Between slices other writes may
+ * land in the engine: the iterators read at the snapshot and pin their memtables and version, so
+ * what the scan sees does not change (a skiplist cursor stays valid across inserts; newer entries
+ * are above the snapshot and skipped).
  */
 import { Engine, Snapshot } from '../engine/engine';
 import { DbIterator } from '../engine/dbIterator';
 import { compareByteRanges } from '../base/keyCompare';
 import { perf } from '../base/perfContext';
 import { TRAILER_BYTES } from '../base/internalKey';
+import { Sliced } from '../util/slices';
 import { ConflictCollector } from './collector';
 import { SstRun } from './sstRun';
+
+/** Loop steps between yields: a step costs well under a microsecond, so a few hundred is cheap. */
+export const SCAN_KEYS_PER_YIELD = 256;
 
 export interface ScanInput {
   engine: Engine;
@@ -60,7 +68,7 @@ export interface SeekScanOptions {
 }
 
 /** Runs the seek strategy; returns true when the one first seek found the engine empty in range. */
-export function scanBySeeking(input: ScanInput, opts: SeekScanOptions): boolean {
+export function* scanBySeeking(input: ScanInput, opts: SeekScanOptions): Sliced<boolean> {
   const { engine, run, collector } = input;
   const useNext = opts.trySeekUsingNext;
   const seekOpts = { trySeekUsingNext: useNext };
@@ -72,7 +80,12 @@ export function scanBySeeking(input: ScanInput, opts: SeekScanOptions): boolean 
     let engineKey = eng.key();
     collector.engineKeysVisited++;
     sst.first();
+    let steps = 0;
     while (sst.valid()) {
+      if (++steps === SCAN_KEYS_PER_YIELD) {
+        steps = 0;
+        yield;
+      }
       const ikey = sst.internalKey();
       perf.keyComparisons++;
       const c = compareByteRanges(ikey, 0, ikey.length - TRAILER_BYTES, engineKey, 0, engineKey.length);
@@ -103,13 +116,18 @@ export function scanBySeeking(input: ScanInput, opts: SeekScanOptions): boolean 
 }
 
 /** Runs the get strategy; returns true when one bounded seek found the engine empty in range. */
-export function scanByGets(input: ScanInput): boolean {
+export function* scanByGets(input: ScanInput): Sliced<boolean> {
   const { engine, run, collector } = input;
   if (engineEmptyIn(input)) return true;
   const readOpts = { snapshot: input.snapshot };
   const sst = run.newIterator();
   try {
+    let steps = 0;
     for (sst.first(); sst.valid(); sst.next()) {
+      if (++steps === SCAN_KEYS_PER_YIELD) {
+        steps = 0;
+        yield;
+      }
       const key = sst.key();
       const existing = engine.get(key, readOpts);
       if (existing === null) continue;

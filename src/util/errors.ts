@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'INVALID_ARGUMENT' // an API called with arguments it cannot honour
   | 'DB_LOCKED' // a second opener of a database
   | 'CONFLICT' // conflicts found under the abort policy
+  | 'LATCH_TIMEOUT' // a write or an ingestion waited too long for a span latch (engine/spanLatches.ts)
   | 'IO'; // a file system failure
 
 export class IngestError extends Error {
