@@ -33,34 +33,31 @@
  * engine lends it a narrow view of itself (ingestionHost()), stops writes for it on request, and
  * keeps running compactions' output ranges (runningCompactions) for its level placement.
  *
- * Recovery (open): take the LOCK, replay the manifest, replay every WAL at or after the
- * manifest's log number into a memtable (a torn tail is dropped, corruption in the middle is an
- * error), then start a fresh WAL and a fresh manifest, delete files no state refers to, and
- * remove the scratch directories of importers that died (scratchDirs.ts). If the replayed data
- * outgrew one write buffer it is flushed to L0 right away, so that a WAL is always retired whole;
- * otherwise it stays in the memtable and its WALs stay live. close() flushes nothing: it stops a running flush (its
- * partial file is deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
+ * Recovery (Engine.open, carried out by open.ts): take the LOCK, replay the manifest, replay every
+ * WAL at or after the manifest's log number into a memtable (a torn tail is dropped, corruption
+ * in the middle is an error), then start a fresh WAL and a fresh manifest, delete files no state
+ * refers to, and remove the scratch directories of importers that died (scratchDirs.ts). If the
+ * replayed data outgrew one write buffer it is flushed to L0 right away, so that a WAL is always
+ * retired whole; otherwise it stays in the memtable and its WALs stay live. This file holds the
+ * running engine. close() flushes nothing: it stops a running flush (its partial file is
+ * deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
  */
-import * as fs from 'fs';
-import * as path from 'path';
 import { IngestError, assert } from '../util/errors';
 import { SeekKeyBuilder, ValueType } from '../base/internalKey';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
 import { BlockCache } from '../sstable/reader/blockCache';
 import { DbLock } from './lockFile';
-import { removeAbandonedScratchDirs } from './scratchDirs';
-import { FileKind, logFileName, manifestFileName, parseFileName, tableFileName } from './fileNames';
+import { logFileName, tableFileName } from './fileNames';
 import { removeIfExists, syncDir } from './durableFs';
-import { BYTEWISE_COMPARATOR_NAME, ManifestState, emptyManifestState, recoverManifest } from './manifest';
 import { LogWriter } from './wal/logWriter';
-import { DroppedTail } from './wal/logReader';
 import { WriteBatch, iterateRecords } from './writeBatch';
-import { MemtableInserter, replayLogs } from './walReplay';
+import { MemtableInserter } from './walReplay';
+import { RecoveredEngine, RecoveryReport, openEngine } from './open';
 import { LookupResult, LookupValue, Memtable, RangeTombstone } from './memtable/memtable';
 import { VersionSet } from './versionSet';
 import { Version, fileMayContain, findFile, compareUserKeyToFileBound } from './version';
 import { TableCache } from './tableCache';
-import { ABORTED, FlushOptions, flushMemtable, flushMemtableSync } from './flush';
+import { ABORTED, FlushOptions, flushMemtable } from './flush';
 import { FileMetaData, NUM_LEVELS, VersionEdit } from './versionEdit';
 import { MergingIterator } from './mergingIterator';
 import { LevelIterator } from './levelIterator';
@@ -121,16 +118,8 @@ export interface IteratorOptions extends ReadOptions {
   upperBound?: Buffer;
 }
 
-/** What recovery found, for logs and tests. */
-export interface RecoveryReport {
-  /** WALs replayed, oldest first. */
-  logsReplayed: number[];
-  batchesReplayed: number;
-  /** WALs whose torn tail was dropped. */
-  droppedTails: Array<{ logNumber: number } & DroppedTail>;
-  /** Tables written because the replayed data outgrew one write buffer. */
-  tablesFlushedAtOpen: number;
-}
+// Defined with the recovery that fills it in (open.ts); exported here with Engine.recovery's type.
+export type { RecoveryReport } from './open';
 
 export interface EngineStats {
   lastSequence: number;
@@ -213,17 +202,6 @@ interface ImmutableMemtable {
   logNumberAfterFlush: number;
 }
 
-const DEFAULTS = {
-  writeBufferSizeBytes: 64 * 1024 * 1024,
-  maxImmutableMemtables: 2,
-  blockCacheSizeBytes: 32 * 1024 * 1024,
-  maxOpenFiles: 1000,
-  flushSliceEntries: 4096,
-};
-/** Writes smaller than this would make every few writes a flush; refuse them as misconfiguration. */
-const MIN_WRITE_BUFFER_BYTES = 4 * 1024;
-const MAX_INITIAL_ARENA_BYTES = 4 * 1024 * 1024;
-
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -285,24 +263,19 @@ export class Engine {
   private coveringSeqAfterFile = 0;
   private readonly seekKeys = new SeekKeyBuilder();
 
-  private constructor(
-    dir: string,
-    opts: Required<Pick<EngineOptions, 'writeBufferSizeBytes' | 'maxImmutableMemtables' | 'sync'>>,
-    flushOptions: Omit<FlushOptions, 'fileNumber'>,
-    lock: DbLock,
-    versions: VersionSet,
-    tableCache: TableCache,
-    recovered: { mem: Memtable; wal: LogWriter; liveLogNumbers: number[]; report: RecoveryReport },
-    compactionOptions: CompactionOptions,
-  ) {
+  /** Engine.open builds the engine on what recovery left (open.ts). */
+  private constructor(recovered: RecoveredEngine, compactionOptions: CompactionOptions) {
+    const dir = recovered.dir;
+    const tableCache = recovered.tableCache;
     this.dir = dir;
-    this.writeBufferSizeBytes = opts.writeBufferSizeBytes;
-    this.maxImmutableMemtables = opts.maxImmutableMemtables;
-    this.syncByDefault = opts.sync;
-    this.initialArenaBytes = initialArenaSize(opts.writeBufferSizeBytes);
-    this.flushOptions = flushOptions;
-    this.lock = lock;
-    this.versions = versions;
+    this.writeBufferSizeBytes = recovered.writeBufferSizeBytes;
+    this.maxImmutableMemtables = recovered.maxImmutableMemtables;
+    this.syncByDefault = recovered.sync;
+    this.initialArenaBytes = recovered.initialArenaBytes;
+    // A background flush stops at its next slice once close() begins.
+    this.flushOptions = { ...recovered.flushOptions, shouldAbort: () => this.closing };
+    this.lock = recovered.lock;
+    this.versions = recovered.versions;
     this.tableCache = tableCache;
     this.mem = recovered.mem;
     this.wal = recovered.wal;
@@ -313,7 +286,7 @@ export class Engine {
       {
         dir,
         tableCache,
-        table: flushOptions.table,
+        table: this.flushOptions.table,
         runningCompactions: this.runningCompactions,
         currentVersion: () => this.versions.current,
         snapshotSequences: () => this.snapshotSequences(),
@@ -335,121 +308,19 @@ export class Engine {
 
   // --- open / close ------------------------------------------------------------------------------
 
+  /**
+   * Opens (or creates) the database in `dir`: validates the options, takes the LOCK, recovers the
+   * manifest and replays the WALs, and cleans up what no state refers to (see open.ts).
+   */
   static async open(dir: string, options: EngineOptions = {}): Promise<Engine> {
-    const writeBufferSizeBytes = options.writeBufferSizeBytes ?? DEFAULTS.writeBufferSizeBytes;
-    if (!Number.isSafeInteger(writeBufferSizeBytes) || writeBufferSizeBytes < MIN_WRITE_BUFFER_BYTES) {
-      throw invalid(`writeBufferSizeBytes must be an integer >= ${MIN_WRITE_BUFFER_BYTES}, got ${writeBufferSizeBytes}`);
-    }
-    const maxImmutableMemtables = options.maxImmutableMemtables ?? DEFAULTS.maxImmutableMemtables;
-    if (!Number.isInteger(maxImmutableMemtables) || maxImmutableMemtables < 1) {
-      throw invalid(`maxImmutableMemtables must be an integer >= 1, got ${maxImmutableMemtables}`);
-    }
-    const maxOpenFiles = options.maxOpenFiles ?? DEFAULTS.maxOpenFiles;
-    if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) throw invalid(`maxOpenFiles must be an integer >= 1, got ${maxOpenFiles}`);
-    resolveCompactionOptions(options); // validates before anything is touched
-    const flushSliceEntries = options.flushSliceEntries ?? DEFAULTS.flushSliceEntries;
-    if (!Number.isInteger(flushSliceEntries) || flushSliceEntries < 1) throw invalid(`flushSliceEntries must be an integer >= 1`);
-
-    const createIfMissing = options.createIfMissing ?? true;
-    if (!fs.existsSync(dir)) {
-      if (!createIfMissing) throw invalid(`database directory ${dir} does not exist (createIfMissing is false)`);
-      fs.mkdirSync(dir, { recursive: true });
-    }
-    const lock = DbLock.acquire(dir);
-    // Set once open succeeds; until then every failure releases the lock.
-    let engine: Engine | null = null;
-    let closeOnFailure: Array<() => void> = [];
-    try {
-      const recovered = recoverManifest(dir);
-      if (recovered === null && !createIfMissing) throw invalid(`${dir} holds no database (createIfMissing is false)`);
-      if (recovered !== null && options.errorIfExists === true) throw invalid(`database ${dir} already exists (errorIfExists is true)`);
-      const state: ManifestState = recovered?.state ?? emptyManifestState();
-      state.comparator = BYTEWISE_COMPARATOR_NAME;
-
-      // No number in use may be handed out again, whatever the manifest last recorded.
-      const names = fs.readdirSync(dir);
-      const logsToReplay: number[] = [];
-      for (const name of names) {
-        const parsed = parseFileName(name);
-        if (parsed === null || parsed.number < 0) continue;
-        if (parsed.number >= state.nextFileNumber) state.nextFileNumber = parsed.number + 1;
-        if (parsed.kind === FileKind.Log && parsed.number >= state.logNumber) logsToReplay.push(parsed.number);
-      }
-      logsToReplay.sort((a, b) => a - b);
-
-      const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
-      const flushOptions: Omit<FlushOptions, 'fileNumber'> = { dir, table, entriesPerSlice: flushSliceEntries, shouldAbort: () => false };
-      const initialArenaBytes = initialArenaSize(writeBufferSizeBytes);
-      const replay = replayLogs(dir, logsToReplay, { writeBufferSizeBytes, initialArenaBytes, lastSequence: state.lastSequence });
-      state.lastSequence = replay.lastSequence;
-      const report: RecoveryReport = { logsReplayed: logsToReplay, batchesReplayed: replay.batches, droppedTails: replay.droppedTails, tablesFlushedAtOpen: 0 };
-
-      let mem = replay.memtables[replay.memtables.length - 1];
-      let liveLogNumbers = logsToReplay.slice();
-      if (replay.memtables.length > 1) {
-        // More than one write buffer's worth: flush it all now so the WALs retire whole.
-        for (const m of replay.memtables) {
-          const fileNumber = state.nextFileNumber++;
-          const meta = flushMemtableSync(m, { ...flushOptions, fileNumber });
-          if (meta !== null) {
-            state.levels[0].set(meta.fileNumber, meta);
-            report.tablesFlushedAtOpen++;
-          }
-        }
-        mem = new Memtable({ initialArenaBytes });
-        liveLogNumbers = [];
-      } else if (mem.isEmpty) {
-        liveLogNumbers = [];
-      }
-
-      const walNumber = state.nextFileNumber++;
-      const wal = LogWriter.create(logFileName(dir, walNumber));
-      closeOnFailure.push(() => wal.close());
-      liveLogNumbers.push(walNumber);
-      state.logNumber = liveLogNumbers[0];
-
-      const tableCache = new TableCache(dir, {
-        maxOpenFiles,
-        blockCache: options.blockCache ?? new BlockCache(options.blockCacheSizeBytes ?? DEFAULTS.blockCacheSizeBytes),
-      });
-      closeOnFailure.push(() => tableCache.close());
-      // The version set writes the new manifest (a snapshot of `state`) and points CURRENT at it.
-      let obsoleteHandler: (n: number) => void = () => undefined;
-      const versions = new VersionSet(dir, state, recovered?.manifestNumber ?? null, {
-        maxManifestFileSizeBytes: options.maxManifestFileSizeBytes,
-        onObsoleteFile: (n) => obsoleteHandler(n),
-      });
-      closeOnFailure.push(() => versions.close());
-
-      engine = new Engine(
-        dir,
-        { writeBufferSizeBytes, maxImmutableMemtables, sync: options.sync ?? false },
-        { ...flushOptions, shouldAbort: () => (engine as Engine).closing },
-        lock,
-        versions,
-        tableCache,
-        { mem, wal, liveLogNumbers, report },
-        options,
-      );
-      const e = engine;
-      obsoleteHandler = (n) => e.deleteObsoleteTable(n);
-      e.deleteObsoleteFiles(names);
-      removeAbandonedScratchDirs(dir, names);
-      closeOnFailure = [];
-      // The recovered levels may already call for compaction.
-      e.compactions.maybeSchedule();
-      return e;
-    } catch (err) {
-      for (const f of closeOnFailure.reverse()) {
-        try {
-          f();
-        } catch {
-          // Already failing; the first error is the one to report.
-        }
-      }
-      lock.release();
-      throw err;
-    }
+    return openEngine(dir, options, (recovered) => {
+      const engine = new Engine(recovered, options);
+      return {
+        engine,
+        deleteObsoleteTable: (fileNumber) => engine.deleteObsoleteTable(fileNumber),
+        scheduleCompactions: () => engine.compactions.maybeSchedule(),
+      };
+    });
   }
 
   /**
@@ -974,34 +845,6 @@ export class Engine {
     removeIfExists(tableFileName(this.dir, fileNumber));
   }
 
-  /** After open: removes files no state refers to (left by crashes or retired before one). */
-  private deleteObsoleteFiles(names: string[]): void {
-    const manifestNumber = this.versions.manifestFileNumber;
-    for (const name of names) {
-      const parsed = parseFileName(name);
-      if (parsed === null) continue;
-      let obsolete = false;
-      switch (parsed.kind) {
-        case FileKind.Log:
-          obsolete = parsed.number < this.versions.logNumber;
-          break;
-        case FileKind.Table:
-          obsolete = !this.versions.isLive(parsed.number);
-          break;
-        case FileKind.Manifest:
-          obsolete = parsed.number !== manifestNumber;
-          break;
-        case FileKind.Temp:
-          obsolete = true;
-          break;
-        default:
-          obsolete = false;
-      }
-      if (obsolete) removeIfExists(path.join(this.dir, name));
-    }
-    assert(fs.existsSync(manifestFileName(this.dir, manifestNumber)), 'the live manifest exists');
-  }
-
   /**
    * Looks `key` up in one table whose range holds it: its value, null if deleted there (or
    * covered by a tombstone of sequence >= coveringSeq, this file's own included), undefined if not
@@ -1026,12 +869,4 @@ export class Engine {
   private seekKey(userKey: Buffer, seq: number): Buffer {
     return this.seekKeys.build(userKey, seq);
   }
-}
-
-/**
- * A new memtable's arena starts at 1/16 of the write buffer (16 KiB .. 4 MiB) and doubles: small
- * buffers stay small, large ones copy their arena a few times rather than reserving it all up front.
- */
-function initialArenaSize(writeBufferSizeBytes: number): number {
-  return Math.max(16 * 1024, Math.min(MAX_INITIAL_ARENA_BYTES, Math.floor(writeBufferSizeBytes / 16)));
 }

@@ -1,0 +1,300 @@
+/**
+ * Opening an engine: option checks, the LOCK, recovery, and the clean-up that follows it.
+ * Engine.open (engine.ts) delegates here and gets back a running engine.
+ *
+ * Contract, in order:
+ * 1. The options are validated before anything on disk is touched (INVALID_ARGUMENT).
+ * 2. The directory is created if missing (unless createIfMissing is false), and the LOCK taken
+ *    (lockFile.ts): one engine per directory, across processes.
+ * 3. Manifest recovery (manifest.ts): the state CURRENT names, or an empty one for a new
+ *    database; errorIfExists / createIfMissing are enforced here.
+ * 4. No file number in use may be handed out again: the next file number is raised past every
+ *    numbered file in the directory, whatever the manifest last recorded.
+ * 5. WAL replay (walReplay.ts): every WAL at or after the manifest's log number, oldest first,
+ *    into memtables (a torn tail is dropped and reported, corruption in the middle is an error).
+ *    If the replayed data outgrew one write buffer it is flushed to L0 right away, so that a WAL
+ *    is always retired whole; otherwise it stays in the memtable and its WALs stay live.
+ * 6. A fresh WAL, the table cache, and a fresh manifest (VersionSet writes a snapshot of the
+ *    state and points CURRENT at it).
+ * 7. The engine is built on all of that; then files no state refers to are deleted (obsolete
+ *    WALs, tables, manifests, temp files) and importers' abandoned scratch directories removed
+ *    (scratchDirs.ts); then compactions the recovered levels call for are scheduled.
+ * Until step 7's clean-up has run, any failure closes what was opened, newest first, releases
+ * the LOCK and rethrows the first error.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { IngestError, assert } from '../util/errors';
+import { BlockCache } from '../sstable/reader/blockCache';
+import type { EngineOptions } from './engine';
+import { DbLock } from './lockFile';
+import { removeAbandonedScratchDirs } from './scratchDirs';
+import { FileKind, logFileName, manifestFileName, parseFileName } from './fileNames';
+import { removeIfExists } from './durableFs';
+import { BYTEWISE_COMPARATOR_NAME, ManifestState, emptyManifestState, recoverManifest } from './manifest';
+import { LogWriter } from './wal/logWriter';
+import { DroppedTail } from './wal/logReader';
+import { replayLogs } from './walReplay';
+import { Memtable } from './memtable/memtable';
+import { VersionSet } from './versionSet';
+import { TableCache } from './tableCache';
+import { FlushOptions, flushMemtableSync } from './flush';
+import { resolveCompactionOptions } from './compaction/compactionOptions';
+
+/** What recovery found, for logs and tests. */
+export interface RecoveryReport {
+  /** WALs replayed, oldest first. */
+  logsReplayed: number[];
+  batchesReplayed: number;
+  /** WALs whose torn tail was dropped. */
+  droppedTails: Array<{ logNumber: number } & DroppedTail>;
+  /** Tables written because the replayed data outgrew one write buffer. */
+  tablesFlushedAtOpen: number;
+}
+
+/** Everything open recovered and created, handed to the engine it builds. */
+export interface RecoveredEngine {
+  dir: string;
+  writeBufferSizeBytes: number;
+  maxImmutableMemtables: number;
+  /** Default for WriteOptions.sync. */
+  sync: boolean;
+  /** Where a new memtable's arena starts (see initialArenaSize). */
+  initialArenaBytes: number;
+  /** Options for flushed tables; shouldAbort never aborts (the engine sets its own). */
+  flushOptions: Omit<FlushOptions, 'fileNumber'>;
+  lock: DbLock;
+  versions: VersionSet;
+  tableCache: TableCache;
+  /** The active memtable: the replayed data, or empty. */
+  mem: Memtable;
+  wal: LogWriter;
+  /** WAL numbers on disk that may still hold unflushed data, ascending (the new WAL last). */
+  liveLogNumbers: number[];
+  report: RecoveryReport;
+}
+
+/**
+ * What openEngine needs back from the engine it builds: the version set reports obsolete tables
+ * from the moment it exists, and the engine alone may delete them (it evicts its table cache).
+ */
+export interface EngineBinding<E> {
+  engine: E;
+  /** Deletes the table file no live version holds any more. */
+  deleteObsoleteTable(fileNumber: number): void;
+  /** Schedules whatever compactions the recovered levels call for. */
+  scheduleCompactions(): void;
+}
+
+const DEFAULTS = {
+  writeBufferSizeBytes: 64 * 1024 * 1024,
+  maxImmutableMemtables: 2,
+  blockCacheSizeBytes: 32 * 1024 * 1024,
+  maxOpenFiles: 1000,
+  flushSliceEntries: 4096,
+};
+/** Writes smaller than this would make every few writes a flush; refuse them as misconfiguration. */
+const MIN_WRITE_BUFFER_BYTES = 4 * 1024;
+const MAX_INITIAL_ARENA_BYTES = 4 * 1024 * 1024;
+
+/** The open options with their defaults, validated. */
+interface OpenLimits {
+  writeBufferSizeBytes: number;
+  maxImmutableMemtables: number;
+  maxOpenFiles: number;
+  flushSliceEntries: number;
+  createIfMissing: boolean;
+}
+
+function invalid(message: string): IngestError {
+  return new IngestError('INVALID_ARGUMENT', message);
+}
+
+/**
+ * Opens (or creates) the database in `dir` (see the module comment). `build` makes the engine
+ * from the recovered state; it runs once, after recovery and before the clean-up.
+ */
+export function openEngine<E>(dir: string, options: EngineOptions, build: (recovered: RecoveredEngine) => EngineBinding<E>): E {
+  const limits = resolveOpenLimits(options);
+  if (!fs.existsSync(dir)) {
+    if (!limits.createIfMissing) throw invalid(`database directory ${dir} does not exist (createIfMissing is false)`);
+    fs.mkdirSync(dir, { recursive: true });
+  }
+  const lock = DbLock.acquire(dir);
+  // Emptied once open succeeds; until then every failure runs these, newest first.
+  let closeOnFailure: Array<() => void> = [];
+  try {
+    const recovered = recoverManifest(dir);
+    if (recovered === null && !limits.createIfMissing) throw invalid(`${dir} holds no database (createIfMissing is false)`);
+    if (recovered !== null && options.errorIfExists === true) throw invalid(`database ${dir} already exists (errorIfExists is true)`);
+    const state: ManifestState = recovered?.state ?? emptyManifestState();
+    state.comparator = BYTEWISE_COMPARATOR_NAME;
+    const names = fs.readdirSync(dir);
+    const logsToReplay = reserveFileNumbers(state, names);
+
+    const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
+    const flushOptions: Omit<FlushOptions, 'fileNumber'> = { dir, table, entriesPerSlice: limits.flushSliceEntries, shouldAbort: () => false };
+    const initialArenaBytes = initialArenaSize(limits.writeBufferSizeBytes);
+    const replayed = replayWals(state, logsToReplay, flushOptions, limits.writeBufferSizeBytes, initialArenaBytes);
+
+    const walNumber = state.nextFileNumber++;
+    const wal = LogWriter.create(logFileName(dir, walNumber));
+    closeOnFailure.push(() => wal.close());
+    replayed.liveLogNumbers.push(walNumber);
+    state.logNumber = replayed.liveLogNumbers[0];
+
+    const tableCache = new TableCache(dir, {
+      maxOpenFiles: limits.maxOpenFiles,
+      blockCache: options.blockCache ?? new BlockCache(options.blockCacheSizeBytes ?? DEFAULTS.blockCacheSizeBytes),
+    });
+    closeOnFailure.push(() => tableCache.close());
+    // The version set writes the new manifest (a snapshot of `state`) and points CURRENT at it.
+    // Its obsolete-table reports go to the engine once it is built; until then they are dropped
+    // (deleteUnreferencedFiles below removes every table file no live version holds).
+    let obsoleteHandler: (n: number) => void = () => undefined;
+    const versions = new VersionSet(dir, state, recovered?.manifestNumber ?? null, {
+      maxManifestFileSizeBytes: options.maxManifestFileSizeBytes,
+      onObsoleteFile: (n) => obsoleteHandler(n),
+    });
+    closeOnFailure.push(() => versions.close());
+
+    const binding = build({
+      dir,
+      writeBufferSizeBytes: limits.writeBufferSizeBytes,
+      maxImmutableMemtables: limits.maxImmutableMemtables,
+      sync: options.sync ?? false,
+      initialArenaBytes,
+      flushOptions,
+      lock,
+      versions,
+      tableCache,
+      wal,
+      ...replayed,
+    });
+    obsoleteHandler = (n) => binding.deleteObsoleteTable(n);
+    deleteUnreferencedFiles(dir, versions, names);
+    removeAbandonedScratchDirs(dir, names);
+    closeOnFailure = [];
+    binding.scheduleCompactions();
+    return binding.engine;
+  } catch (err) {
+    closeAll(closeOnFailure.reverse());
+    lock.release();
+    throw err;
+  }
+}
+
+/** Runs every close; errors are swallowed (already failing: the first error is the one to report). */
+function closeAll(closes: ReadonlyArray<() => void>): void {
+  for (const f of closes) {
+    try {
+      f();
+    } catch {
+      // See above.
+    }
+  }
+}
+
+function resolveOpenLimits(options: EngineOptions): OpenLimits {
+  const writeBufferSizeBytes = options.writeBufferSizeBytes ?? DEFAULTS.writeBufferSizeBytes;
+  if (!Number.isSafeInteger(writeBufferSizeBytes) || writeBufferSizeBytes < MIN_WRITE_BUFFER_BYTES) {
+    throw invalid(`writeBufferSizeBytes must be an integer >= ${MIN_WRITE_BUFFER_BYTES}, got ${writeBufferSizeBytes}`);
+  }
+  const maxImmutableMemtables = options.maxImmutableMemtables ?? DEFAULTS.maxImmutableMemtables;
+  if (!Number.isInteger(maxImmutableMemtables) || maxImmutableMemtables < 1) {
+    throw invalid(`maxImmutableMemtables must be an integer >= 1, got ${maxImmutableMemtables}`);
+  }
+  const maxOpenFiles = options.maxOpenFiles ?? DEFAULTS.maxOpenFiles;
+  if (!Number.isInteger(maxOpenFiles) || maxOpenFiles < 1) throw invalid(`maxOpenFiles must be an integer >= 1, got ${maxOpenFiles}`);
+  resolveCompactionOptions(options); // validates before anything is touched
+  const flushSliceEntries = options.flushSliceEntries ?? DEFAULTS.flushSliceEntries;
+  if (!Number.isInteger(flushSliceEntries) || flushSliceEntries < 1) throw invalid(`flushSliceEntries must be an integer >= 1`);
+  return { writeBufferSizeBytes, maxImmutableMemtables, maxOpenFiles, flushSliceEntries, createIfMissing: options.createIfMissing ?? true };
+}
+
+/**
+ * Raises state.nextFileNumber past every numbered file in `names` (no number in use may be
+ * handed out again, whatever the manifest last recorded); returns the WALs at or after the
+ * manifest's log number, ascending: the ones to replay.
+ */
+function reserveFileNumbers(state: ManifestState, names: readonly string[]): number[] {
+  const logsToReplay: number[] = [];
+  for (const name of names) {
+    const parsed = parseFileName(name);
+    if (parsed === null || parsed.number < 0) continue;
+    if (parsed.number >= state.nextFileNumber) state.nextFileNumber = parsed.number + 1;
+    if (parsed.kind === FileKind.Log && parsed.number >= state.logNumber) logsToReplay.push(parsed.number);
+  }
+  logsToReplay.sort((a, b) => a - b);
+  return logsToReplay;
+}
+
+/**
+ * Replays `logsToReplay` into memtables, advancing state.lastSequence. More than one write
+ * buffer's worth is flushed to L0 at once (added to state's level 0) so that the WALs retire
+ * whole; then the active memtable starts empty and no replayed WAL stays live.
+ */
+function replayWals(
+  state: ManifestState,
+  logsToReplay: number[],
+  flushOptions: Omit<FlushOptions, 'fileNumber'>,
+  writeBufferSizeBytes: number,
+  initialArenaBytes: number,
+): { mem: Memtable; liveLogNumbers: number[]; report: RecoveryReport } {
+  const replay = replayLogs(flushOptions.dir, logsToReplay, { writeBufferSizeBytes, initialArenaBytes, lastSequence: state.lastSequence });
+  state.lastSequence = replay.lastSequence;
+  const report: RecoveryReport = { logsReplayed: logsToReplay, batchesReplayed: replay.batches, droppedTails: replay.droppedTails, tablesFlushedAtOpen: 0 };
+  let mem = replay.memtables[replay.memtables.length - 1];
+  let liveLogNumbers = logsToReplay.slice();
+  if (replay.memtables.length > 1) {
+    for (const m of replay.memtables) {
+      const fileNumber = state.nextFileNumber++;
+      const meta = flushMemtableSync(m, { ...flushOptions, fileNumber });
+      if (meta !== null) {
+        state.levels[0].set(meta.fileNumber, meta);
+        report.tablesFlushedAtOpen++;
+      }
+    }
+    mem = new Memtable({ initialArenaBytes });
+    liveLogNumbers = [];
+  } else if (mem.isEmpty) {
+    liveLogNumbers = [];
+  }
+  return { mem, liveLogNumbers, report };
+}
+
+/** After recovery: removes files no state refers to (left by crashes or retired before one). */
+function deleteUnreferencedFiles(dir: string, versions: VersionSet, names: readonly string[]): void {
+  const manifestNumber = versions.manifestFileNumber;
+  for (const name of names) {
+    const parsed = parseFileName(name);
+    if (parsed === null) continue;
+    let obsolete = false;
+    switch (parsed.kind) {
+      case FileKind.Log:
+        obsolete = parsed.number < versions.logNumber;
+        break;
+      case FileKind.Table:
+        obsolete = !versions.isLive(parsed.number);
+        break;
+      case FileKind.Manifest:
+        obsolete = parsed.number !== manifestNumber;
+        break;
+      case FileKind.Temp:
+        obsolete = true;
+        break;
+      default:
+        obsolete = false;
+    }
+    if (obsolete) removeIfExists(path.join(dir, name));
+  }
+  assert(fs.existsSync(manifestFileName(dir, manifestNumber)), 'the live manifest exists');
+}
+
+/**
+ * A new memtable's arena starts at 1/16 of the write buffer (16 KiB .. 4 MiB) and doubles: small
+ * buffers stay small, large ones copy their arena a few times rather than reserving it all up front.
+ */
+function initialArenaSize(writeBufferSizeBytes: number): number {
+  return Math.max(16 * 1024, Math.min(MAX_INITIAL_ARENA_BYTES, Math.floor(writeBufferSizeBytes / 16)));
+}
