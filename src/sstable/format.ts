@@ -16,6 +16,9 @@ export const DEFAULT_FORMAT_VERSION = 5;
 
 export const META_FULL_FILTER = 'fullfilter.rocksdb.BuiltinBloomFilter';
 export const META_PARTITIONED_FILTER = 'partitionedfilter.rocksdb.BuiltinBloomFilter';
+/** Metaindex name prefixes of the two filter kinds; the filter policy's name follows. */
+export const FULL_FILTER_PREFIX = 'fullfilter.';
+export const PARTITIONED_FILTER_PREFIX = 'partitionedfilter.';
 export const META_PROPERTIES = 'rocksdb.properties';
 export const META_RANGE_DEL = 'rocksdb.range_del';
 

@@ -10,7 +10,8 @@
  * so a machine without a C compiler still works, only slower. Tests run both paths.
  *
  * Contract: see native/blockcodec.c. Errors it throws carry a `code` (NativeCodecErrorCode);
- * callers wrap them into CorruptionError / IngestError with the file name and block offset.
+ * the caller (src/sstable/reader/blockFetcher.ts) wraps them into CorruptionError / IngestError
+ * with the file name and block offset.
  *
  * Switches: SST_INGEST_NATIVE=0 in the environment disables the codec (for comparisons and for
  * testing the fallback); the module is looked up as build/Release/blockcodec.node in the nearest

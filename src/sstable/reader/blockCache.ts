@@ -17,6 +17,9 @@
  * - Hits are counted in perf.blockCacheHits.
  *
  * Charge per entry: the block's bytes plus a fixed overhead for the entry's bookkeeping.
+ *
+ * UncachedBlock is the same handle for a block that is in no cache, so that callers release
+ * blocks alike whether a cache is configured or not.
  */
 import { perf } from '../../base/perfContext';
 import { assert } from '../../util/errors';
@@ -28,6 +31,12 @@ const ENTRY_OVERHEAD_BYTES = 128;
 export interface BlockCacheHandle {
   readonly block: Block;
   release(): void;
+}
+
+/** A block read without a cache (or for verification): "releasing" it just drops the reference. */
+export class UncachedBlock implements BlockCacheHandle {
+  constructor(readonly block: Block) {}
+  release(): void {}
 }
 
 class CacheEntry implements BlockCacheHandle {
