@@ -43,14 +43,14 @@
  * deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
  */
 import { IngestError, assert } from '../util/errors';
-import { SeekKeyBuilder, ValueType } from '../base/internalKey';
+import { SeekKeyBuilder, ValueType, formatKey } from '../base/internalKey';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
 import { BlockCache } from '../sstable/reader/blockCache';
 import { DbLock } from './lockFile';
 import { logFileName, tableFileName } from './fileNames';
 import { removeIfExists, syncDir } from './durableFs';
 import { LogWriter } from './wal/logWriter';
-import { WriteBatch, iterateRecords } from './writeBatch';
+import { WriteBatch, WriteBatchVisitor, iterateRecords } from './writeBatch';
 import { MemtableInserter } from './walReplay';
 import { RecoveredEngine, RecoveryReport, openEngine } from './open';
 import { LookupResult, LookupValue, Memtable, RangeTombstone } from './memtable/memtable';
@@ -70,6 +70,8 @@ import { WriteDelay } from './writeDelay';
 import { RunningCompactions } from './runningCompactions';
 import { IngestionHost } from './ingest/ingestionHost';
 import { IngestOptions, IngestionPlan, IngestionResult, ingestExternalFiles, planIngestion } from './ingest/ingestionJob';
+import { CheckedIngestion, IngestionCheck, ingestExternalFilesChecked } from './ingest/checkedIngestion';
+import { HeldLatch, SpanLatches } from './spanLatches';
 import { RangeDelAggregator } from './rangedel/rangeDelAggregator';
 import { maxCoveringSeq } from './rangedel/tombstoneIndex';
 
@@ -100,7 +102,15 @@ export interface EngineOptions extends CompactionOptions {
   table?: EngineTableOptions;
   /** Entries a background flush writes between returns to the event loop (default 4096). */
   flushSliceEntries?: number;
+  /**
+   * How long a write into a span latched by an ingestion, or an ingestion over a span another
+   * holds, may wait before it fails with LATCH_TIMEOUT (default 60 s; see spanLatches.ts).
+   */
+  latchWaitTimeoutMs?: number;
 }
+
+/** Default EngineOptions.latchWaitTimeoutMs: longer than any check + ingest step of a nightly load. */
+export const DEFAULT_LATCH_WAIT_TIMEOUT_MS = 60_000;
 
 export interface WriteOptions {
   /** fdatasync the WAL before the write returns. */
@@ -145,6 +155,8 @@ export interface EngineStats {
   delayedWrites: number;
   writeDelayMs: number;
   compaction: CompactionStats;
+  /** Span latches (spanLatches.ts): held now, writes that waited on one, waits that timed out. */
+  latches: { held: number; writesDelayed: number; timeouts: number };
 }
 
 /** A pinned read point: reads through it see exactly the writes up to `sequence`. */
@@ -202,6 +214,30 @@ interface ImmutableMemtable {
   logNumberAfterFlush: number;
 }
 
+/** Visits a batch's records for the first one a held span latch covers. */
+class BatchLatchProbe implements WriteBatchVisitor {
+  private found: HeldLatch | null = null;
+  constructor(private readonly latches: SpanLatches) {}
+
+  find(batch: WriteBatch): HeldLatch | null {
+    this.found = null;
+    iterateRecords(batch.encoded(), 0, this, { file: '<write batch>', offset: 0 });
+    return this.found;
+  }
+
+  put(key: Buffer): void {
+    if (this.found === null) this.found = this.latches.blockerOfKey(key);
+  }
+
+  delete(key: Buffer): void {
+    if (this.found === null) this.found = this.latches.blockerOfKey(key);
+  }
+
+  deleteRange(start: Buffer, end: Buffer): void {
+    if (this.found === null) this.found = this.latches.blockerOfRange(start, end);
+  }
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -256,6 +292,12 @@ export class Engine {
   private resumeWriters: (() => void) | null = null;
   private writeStops = 0;
 
+  /** Spans held by ingestions; writes into them wait (spanLatches.ts). */
+  private readonly latches = new SpanLatches();
+  private readonly latchWaitTimeoutMs: number;
+  /** Finds the first latch a batch's records run into (reused: no allocation per write). */
+  private readonly batchLatchProbe = new BatchLatchProbe(this.latches);
+
   private readonly inserter = new MemtableInserter();
   private readonly scratchBatch = new WriteBatch();
   private readonly lookup: LookupValue = { value: null, seq: 0 };
@@ -264,7 +306,7 @@ export class Engine {
   private readonly seekKeys = new SeekKeyBuilder();
 
   /** Engine.open builds the engine on what recovery left (open.ts). */
-  private constructor(recovered: RecoveredEngine, compactionOptions: CompactionOptions) {
+  private constructor(recovered: RecoveredEngine, compactionOptions: EngineOptions) {
     const dir = recovered.dir;
     const tableCache = recovered.tableCache;
     this.dir = dir;
@@ -281,6 +323,7 @@ export class Engine {
     this.wal = recovered.wal;
     this.liveLogNumbers = recovered.liveLogNumbers;
     this.recovery = recovered.report;
+    this.latchWaitTimeoutMs = compactionOptions.latchWaitTimeoutMs ?? DEFAULT_LATCH_WAIT_TIMEOUT_MS;
     const resolvedCompaction = resolveCompactionOptions(compactionOptions);
     this.compactions = new CompactionScheduler(
       {
@@ -313,6 +356,10 @@ export class Engine {
    * manifest and replays the WALs, and cleans up what no state refers to (see open.ts).
    */
   static async open(dir: string, options: EngineOptions = {}): Promise<Engine> {
+    const latchWait = options.latchWaitTimeoutMs;
+    if (latchWait !== undefined && !(typeof latchWait === 'number' && latchWait > 0)) {
+      throw invalid(`latchWaitTimeoutMs must be a positive number of milliseconds, got ${String(latchWait)}`);
+    }
     return openEngine(dir, options, (recovered) => {
       const engine = new Engine(recovered, options);
       return {
@@ -352,38 +399,70 @@ export class Engine {
 
   // --- writes --------------------------------------------------------------------------------------
 
-  async put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<void> {
-    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+  /*
+   * Every write resolves to the sequence number of its first record once it is in the WAL (and
+   * fdatasynced with sync). A write waits, before committing, while the memtable has no room and
+   * while its keys fall inside a span an ingestion has latched; both are re-checked in the same
+   * synchronous step as the commit.
+   */
+
+  async put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<number> {
+    for (;;) {
+      while (this.mustMakeRoom()) await this.makeRoomForWrite();
+      const latch = this.latches.blockerOfKey(key);
+      if (latch === null) break;
+      await this.waitForLatch(latch, `a put of ${formatKey(key)}`);
+    }
     const b = this.scratchBatch;
     b.clear();
     b.put(key, value);
-    this.commit(b, opts);
+    return this.commit(b, opts);
   }
 
-  async delete(key: Buffer, opts?: WriteOptions): Promise<void> {
-    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+  async delete(key: Buffer, opts?: WriteOptions): Promise<number> {
+    for (;;) {
+      while (this.mustMakeRoom()) await this.makeRoomForWrite();
+      const latch = this.latches.blockerOfKey(key);
+      if (latch === null) break;
+      await this.waitForLatch(latch, `a delete of ${formatKey(key)}`);
+    }
     const b = this.scratchBatch;
     b.clear();
     b.delete(key);
-    this.commit(b, opts);
+    return this.commit(b, opts);
   }
 
   /**
    * Deletes every key in [start, end) written before it: one range tombstone, logged and
    * applied like any write; reads at or after its sequence number no longer see those keys.
    */
-  async deleteRange(start: Buffer, end: Buffer, opts?: WriteOptions): Promise<void> {
-    while (this.mustMakeRoom()) await this.makeRoomForWrite();
+  async deleteRange(start: Buffer, end: Buffer, opts?: WriteOptions): Promise<number> {
+    for (;;) {
+      while (this.mustMakeRoom()) await this.makeRoomForWrite();
+      const latch = this.latches.blockerOfRange(start, end);
+      if (latch === null) break;
+      await this.waitForLatch(latch, `a range deletion [${formatKey(start)}, ${formatKey(end)})`);
+    }
     const b = this.scratchBatch;
     b.clear();
     b.deleteRange(start, end);
-    this.commit(b, opts);
+    return this.commit(b, opts);
   }
 
   /** Applies a batch atomically. The batch is stamped with its sequence numbers. */
-  async write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
-    while (this.mustMakeRoom()) await this.makeRoomForWrite();
-    this.commit(batch, opts);
+  async write(batch: WriteBatch, opts?: WriteOptions): Promise<number> {
+    for (;;) {
+      while (this.mustMakeRoom()) await this.makeRoomForWrite();
+      const latch = this.latches.heldCount === 0 ? null : this.batchLatchProbe.find(batch);
+      if (latch === null) break;
+      await this.waitForLatch(latch, `a batch of ${batch.count} records`);
+    }
+    return this.commit(batch, opts);
+  }
+
+  private waitForLatch(latch: HeldLatch, what: string): Promise<void> {
+    this.latches.writesDelayed++;
+    return this.latches.waitForRelease(latch, this.latchWaitTimeoutMs, what);
   }
 
   // --- reads ---------------------------------------------------------------------------------------
@@ -572,6 +651,16 @@ export class Engine {
     return planIngestion(this.ingestionHost(), paths, options);
   }
 
+  /**
+   * Check-then-ingest as one atomic step against concurrent writers: the files' span is latched,
+   * `check` runs at a snapshot taken under the latch and chooses what to ingest, the choice is
+   * ingested, the latch released. Writes inside the span wait meanwhile; writes outside go on.
+   * See ingest/checkedIngestion.ts for the steps and the guarantee.
+   */
+  async ingestExternalFilesChecked<R>(paths: readonly string[], check: IngestionCheck<R>, options?: IngestOptions): Promise<CheckedIngestion<R>> {
+    return ingestExternalFilesChecked(this.ingestionHost(), paths, check, options);
+  }
+
   get lastSequence(): number {
     return this.versions.lastSequence;
   }
@@ -601,6 +690,7 @@ export class Engine {
       delayedWrites: this.delayedWriteCount,
       writeDelayMs: this.writeDelayMs,
       compaction: this.compactions.stats(),
+      latches: { held: this.latches.heldCount, writesDelayed: this.latches.writesDelayed, timeouts: this.latches.timeouts },
     };
   }
 
@@ -634,6 +724,9 @@ export class Engine {
       dir: this.dir,
       tableCache: this.tableCache,
       runningCompactions: this.runningCompactions,
+      latches: this.latches,
+      latchTimeoutMs: this.latchWaitTimeoutMs,
+      getSnapshot: () => this.getSnapshot(),
       numLevels: this.compactions.options.numLevels,
       checkWritable: () => this.checkWritable(),
       currentVersion: () => this.versions.current,
@@ -753,9 +846,10 @@ export class Engine {
   }
 
   /** Stamps, logs and applies a batch; no await inside, so batches never interleave. */
-  private commit(batch: WriteBatch, opts: WriteOptions | undefined): void {
+  /** Returns the batch's first sequence number (an empty batch: the last one, nothing written). */
+  private commit(batch: WriteBatch, opts: WriteOptions | undefined): number {
     this.checkWritable();
-    if (batch.count === 0) return;
+    if (batch.count === 0) return this.versions.lastSequence;
     const seq = this.versions.lastSequence + 1;
     batch.setSequence(seq);
     this.wal.addRecord(batch.encoded());
@@ -764,6 +858,7 @@ export class Engine {
     iterateRecords(batch.encoded(), seq, this.inserter, { file: this.wal.path, offset: 0 });
     this.versions.lastSequence = seq + batch.count - 1;
     if (this.compactions.shouldSlowWrites()) this.writeDelay.charge(batch.byteSize, performance.now());
+    return seq;
   }
 
   private switchMemtable(): void {

@@ -176,7 +176,7 @@ describe('writes and reads', () => {
 
   test('writers stall while too many memtables await flushing, and never fail', async () => {
     const e = await Engine.open(dir, { writeBufferSizeBytes: 4096, maxImmutableMemtables: 1, flushSliceEntries: 1 });
-    const writes: Array<Promise<void>> = [];
+    const writes: Array<Promise<number>> = [];
     for (let i = 0; i < 3000; i++) writes.push(e.put(b(`key${String(i).padStart(5, '0')}`), Buffer.alloc(40, i & 0xff)));
     await Promise.all(writes);
     const stats = e.stats();

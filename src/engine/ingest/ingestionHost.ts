@@ -9,8 +9,12 @@
  *   install can interleave between "what is in the database" and "the ingested files are in".
  * - stopWrites() makes writers wait (they are not failed) until the returned function is called;
  *   calls nest. Ingestion uses it only around a memtable flush it needs.
+ * - latches are the engine's span latches: every write checks them in the synchronous step of its
+ *   commit, so a span latched here receives no write until released.
  */
+import type { Snapshot } from '../engine';
 import { Memtable } from '../memtable/memtable';
+import { SpanLatches } from '../spanLatches';
 import { RunningCompactions } from '../runningCompactions';
 import { TableCache } from '../tableCache';
 import { Version } from '../version';
@@ -20,6 +24,11 @@ export interface IngestionHost {
   readonly dir: string;
   readonly tableCache: TableCache;
   readonly runningCompactions: RunningCompactions;
+  readonly latches: SpanLatches;
+  /** How long an ingestion waits for an overlapping one's latch (EngineOptions.latchWaitTimeoutMs). */
+  readonly latchTimeoutMs: number;
+  /** A snapshot at the last sequence number now (released by the caller). */
+  getSnapshot(): Snapshot;
   /** Levels in use (the compaction option numLevels): the bottom level is numLevels - 1. */
   readonly numLevels: number;
   /** Throws if the engine is closed or has stopped accepting writes after a failure. */

@@ -28,6 +28,13 @@
  *    go into the manifest in one version edit, with each file's global seqno and the raised last
  *    sequence number; writes after it get higher numbers, so they stay ordered after the files.
  *
+ * Span latch: steps 2 to 4 run holding the engine's span latch (spanLatches.ts) over the files'
+ * envelope (the replace range included), so writes into that span wait until the commit and then
+ * land above the files; writes elsewhere go on, during the memtable flush too. With the latch no
+ * write can refill the range between the flush and the commit, so the stop-writes fallback of
+ * step 3 is only a guard. checkedIngestion.ts adds a check at a snapshot taken under the same
+ * latch.
+ *
  * planIngestion runs steps 1 and 4 without staging, flushing or installing: memtable data in a
  * file's range is taken as flushed to L0, where step 3 would put it.
  *
@@ -134,7 +141,7 @@ function describeRange(r: UserKeyRange): string {
 }
 
 /** Step 1: inspects the files and returns them sorted by smallest key, refusing overlaps. */
-async function inspectAll(paths: readonly string[], opts: IngestOptions): Promise<ExternalFileInfo[]> {
+export async function inspectAll(paths: readonly string[], opts: IngestOptions): Promise<ExternalFileInfo[]> {
   if (!Array.isArray(paths) || paths.some((p) => typeof p !== 'string')) throw invalid('paths must be an array of file paths');
   if (paths.length === 0 && opts.replaceRange === undefined) throw invalid('no files to ingest');
   if (opts.replaceRange !== undefined) checkReplaceRange(opts.replaceRange);
@@ -281,6 +288,37 @@ async function stageExternalFile(dir: string, fileNumber: number, info: External
 export async function ingestExternalFiles(host: IngestionHost, paths: readonly string[], opts: IngestOptions = {}): Promise<IngestionResult> {
   host.checkWritable();
   const infos = await inspectAll(paths, opts);
+  const latch = await host.latches.acquire(spanOfIngestion(infos, opts.replaceRange), host.latchTimeoutMs, `ingestion of ${infos.length} file(s)`);
+  try {
+    return await ingestInspected(host, infos, opts);
+  } finally {
+    latch.release();
+  }
+}
+
+/**
+ * The user-key span an ingestion writes: from the smallest file start (or replace-range start) to
+ * the largest end, inclusive unless the largest end is a tombstone's exclusive end.
+ */
+export function spanOfIngestion(infos: readonly ExternalFileInfo[], replaceRange: ReplaceRange | undefined): UserKeyRange {
+  const ranges = candidatesOf(infos, replaceRange).map((c) => c.range);
+  assert(ranges.length > 0, 'an ingestion writes some range');
+  let smallest = ranges[0].smallest;
+  let end = ranges[0];
+  for (const r of ranges) {
+    if (compareUserKeys(r.smallest, smallest) < 0) smallest = r.smallest;
+    const c = compareUserKeys(r.largest, end.largest);
+    if (c > 0 || (c === 0 && !r.largestExclusive)) end = r;
+  }
+  return { smallest, largest: end.largest, largestExclusive: end.largestExclusive };
+}
+
+/**
+ * Steps 2 to 4 for inspected files; the caller holds the span latch over spanOfIngestion(infos).
+ * Memtable data in the range is flushed first (the latch keeps writers from refilling it).
+ */
+export async function ingestInspected(host: IngestionHost, infos: readonly ExternalFileInfo[], opts: IngestOptions): Promise<IngestionResult> {
+  host.checkWritable();
   const staged: StagedFile[] = [];
   let installAttempted = false;
   let resumeWrites: (() => void) | null = null;

@@ -1,0 +1,70 @@
+/**
+ * ingestWithConflictCheck: the conflict scan, the on-conflict policy and the ingestion of new SSTs
+ * as one atomic step against the engine's concurrent writers (Engine.ingestExternalFilesChecked
+ * holds the span latch over all three; see src/engine/ingest/checkedIngestion.ts).
+ *
+ * What a caller can rely on, for the files' span (their envelope, the replace range included):
+ * - the report describes the database exactly as the ingestion commits over it: no write inside
+ *   the span is acknowledged between the report's snapshot and the commit (such writes wait on the
+ *   latch and land after the commit, above the files, so they win as any later write does);
+ * - abort: with any conflict nothing is ingested (plan.ingest false, ingestion null);
+ * - overwrite: every file is ingested, the import's values win over every write acknowledged
+ *   before the commit, and the report lists every live value it overwrote;
+ * - skip: the conflicting keys keep their live values (their rows are rewritten out of the files),
+ *   everything else is ingested.
+ * The scan and the skip rewrite run a slice at a time (sliceMs, default 4 ms), so reads and writes
+ * of the same process, inside the span included for reads, keep being served meanwhile.
+ */
+import type { Engine } from '../engine/engine';
+import type { IngestOptions, IngestionResult } from '../engine/ingest/ingestionJob';
+import type { UserKeyRange } from '../engine/runningCompactions';
+import { CheckSstConflictsOptions, checkSstConflictsSliced } from './checkSstConflicts';
+import { IngestPlan, OnConflict, applyConflictPolicySliced } from './policy';
+import { ConflictReport } from './report';
+import { RewriteOptions } from './rewrite';
+
+export interface ConflictCheckedIngestOptions {
+  onConflict: OnConflict;
+  /** The scan's options; the snapshot is the latch's, and skip collects every conflicting key. */
+  check?: Omit<CheckSstConflictsOptions, 'snapshot' | 'collectConflictingKeys'>;
+  /** Where the skip policy writes its rewrites. */
+  rewrite?: RewriteOptions;
+  ingest?: IngestOptions;
+  /** Longest slice of scan or rewrite work before the event loop gets a turn (default 4 ms). */
+  sliceMs?: number;
+}
+
+export interface ConflictCheckedIngestResult {
+  report: ConflictReport;
+  plan: IngestPlan;
+  /** Null when the policy ingested nothing (abort with conflicts, or every row skipped). */
+  ingestion: IngestionResult | null;
+  latch: { span: UserKeyRange; waitMs: number; heldMs: number };
+}
+
+export async function ingestWithConflictCheck(
+  engine: Engine,
+  sstPaths: readonly string[],
+  opts: ConflictCheckedIngestOptions,
+): Promise<ConflictCheckedIngestResult> {
+  const sliceMs = opts.sliceMs;
+  const checked = await engine.ingestExternalFilesChecked(
+    sstPaths,
+    async ({ snapshot }) => {
+      const report = await checkSstConflictsSliced(engine, sstPaths, {
+        ...opts.check,
+        snapshot,
+        collectConflictingKeys: opts.onConflict === 'skip',
+        sliceMs,
+      });
+      const plan = await applyConflictPolicySliced(opts.onConflict, report, sstPaths, opts.rewrite, { sliceMs });
+      return { ingest: plan.ingest ? plan.files : null, result: { report, plan } };
+    },
+    opts.ingest,
+  );
+  return {
+    ...checked.result,
+    ingestion: checked.ingestion,
+    latch: { span: checked.span, waitMs: checked.latchWaitMs, heldMs: checked.latchHeldMs },
+  };
+}
