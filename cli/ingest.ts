@@ -8,13 +8,15 @@
  * - `--json` prints one JSON document (or JSON lines where a command says so) on stdout with stable
  *   field names; diagnostics go to stderr; progress bars only when stderr is a TTY.
  *
- * Each command group lives in its own file under cli/commands and registers itself here.
+ * Each command group lives in its own file under cli/commands and registers itself here, on its
+ * own: no registration reads or changes another's command, so the order below is only the order
+ * `--help` lists them in.
  */
 import { Command, CommanderError } from 'commander';
 import { exitCodeFor, IngestError } from '../src/util/errors';
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
-import { registerImportIntoDb } from './commands/importDb';
+import { registerPlanCommand } from './commands/importDb';
 import { registerDbCommands } from './commands/db';
 import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';
@@ -30,8 +32,7 @@ export function buildProgram(): Command {
   // Adds `sst ingest` and `sst plan` to the group registered just above.
   registerIngestSstCommands(program);
   registerImportCommand(program);
-  // Adds --db (import, check, ingest) to `import`, and the `plan` command.
-  registerImportIntoDb(program);
+  registerPlanCommand(program);
   registerCheckCommand(program);
   registerDbCommands(program);
   return program;

@@ -73,7 +73,7 @@ export const MAX_REPLAYED_LOGS_BEFORE_FLUSH = 16;
 // --- opening --------------------------------------------------------------------------------------
 
 function codecFor(o: CommonOptions): DbTextCodec {
-  return new DbTextCodec({ hex: o.hex, keySpec: o.key });
+  return DbTextCodec.forOptions(o);
 }
 
 async function openDb(dir: string, createIfMissing: boolean): Promise<Engine> {

@@ -13,17 +13,18 @@
  * - human output shows text when it is printable and exact, else `0x`-prefixed hex; it is for
  *   people, and scripts should use `--json`.
  * Bad hex or a key the spec cannot encode is a usage error (IngestError 'USAGE' / 'BAD_INPUT',
- * exit code 2) naming the argument.
+ * exit code 2) naming the argument. The key spec comes parsed (one KeySpec per command run, the
+ * same object the import uses); `DbTextCodec.forOptions` parses a command's --key text.
  */
 import { isUtf8 } from 'buffer';
 import { IngestError } from '../../src/util/errors';
-import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
+import { KeySpec } from '../../src/ingest/rows/keySpec';
 
 export interface DbTextOptions {
   /** Keys (unless `keySpec` is given) and values in hex. */
   hex?: boolean;
-  /** The `--key` spec text, e.g. `id:int64` or `sym,ts:int64`. */
-  keySpec?: string;
+  /** The `--key` spec, parsed (KeySpec.parse of e.g. `id:int64` or `sym,ts:int64`). */
+  keySpec?: KeySpec;
 }
 
 const HEX_TEXT = /^(?:0x)?((?:[0-9a-fA-F]{2})*)$/;
@@ -55,7 +56,12 @@ export class DbTextCodec {
 
   constructor(opts: DbTextOptions) {
     this.hex = opts.hex === true;
-    this.spec = opts.keySpec === undefined ? null : KeySpec.forKeyFields(parseKeySpecText(opts.keySpec));
+    this.spec = opts.keySpec ?? null;
+  }
+
+  /** The codec of a command's `--hex` and `--key SPEC` options (the spec text parsed here). */
+  static forOptions(o: { hex?: boolean; key?: string }): DbTextCodec {
+    return new DbTextCodec({ hex: o.hex, keySpec: o.key === undefined ? undefined : KeySpec.parse(o.key) });
   }
 
   /** A key argument (`what` is its name for messages: "key", "--from", ...). */

@@ -1,12 +1,11 @@
 /**
  * `ingest import <inputs...> --db DIR` and `ingest plan <inputs...> --db DIR`: CSV into a live
- * database, import + conflict check + ingestion as one step (src/ingest/importIntoDb.ts), and a
- * dry run of it. docs/import.md ("Into a database") documents the options and the JSON fields.
+ * database through the pipeline object of src/ingest/importIntoDb.ts (DbImport) in its 'import'
+ * and 'plan' modes. docs/import.md ("Into a database") documents the options and the JSON fields.
  *
- * Wiring: registerImportIntoDb runs after registerImportCommand; it adds the database options to
- * the `import` command and takes over its action, which goes to the --db pipeline when --db is
- * given and to import.ts's runImportToDir (today's `--output-dir` import) otherwise. `check`
- * copies the import options from a fresh `import` command, so it does not see these.
+ * Wiring: `import` (cli/commands/import.ts) calls runDbImport when --db is given; `plan` is
+ * registered here. Both take their options from the shared tables of importOptions.ts, so either
+ * registers on its own, in any order.
  *
  * Options (besides every import option): --db DIR; --on-conflict abort|overwrite|skip (default
  * abort); the check's --conflict-strategy, --report FILE, --max-reported N; --replace-range
@@ -18,68 +17,33 @@
  * 3 conflicts under abort, nothing ingested, after the report is written; 2 bad input or usage;
  * 1 anything else. On every failure and on Ctrl-C the private directory is removed.
  */
-import { Command, Option } from 'commander';
-import { DbImport, DbImportFile, DbImportResult, ReplaceRangeRequest } from '../../src/ingest/importIntoDb';
-import { ON_CONFLICT_CHOICES, OnConflict } from '../../src/conflict/policy';
+import { Command } from 'commander';
+import { DbImport, DbImportFile, DbImportResult, ReplaceRangeRequest, conflictFailure } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
 import { IngestError } from '../../src/util/errors';
-import { ConflictCheckCliOptions, addConflictCheckOptions, importOptions } from './check';
 import { DbTextCodec } from './dbText';
-import { ImportCliOptions, runImportToDir, toImportOptions } from './import';
+import { CONFLICT_CHECK_OPTIONS, ConflictCheckCliOptions, DB_POLICY_OPTIONS, DbPolicyCliOptions, IMPORT_OPTIONS, ImportCliOptions, addOptions, toImportOptions } from './importOptions';
+import { runInterruptible } from './interrupt';
 
-interface DbImportCliOptions extends ConflictCheckCliOptions, Omit<ImportCliOptions, 'outputDir'> {
-  db?: string;
+export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions {
+  db: string;
   outputDir?: string;
-  onConflict: OnConflict;
-  /** true for a bare --replace-range (the import's own span). */
-  replaceRange?: string | true;
-  dryRun?: boolean;
-  createIfMissing: boolean;
-  verifyChecksums: boolean;
-  blockingFlush: boolean;
 }
 
-/** Options that mean something only with --db (refused without it). */
-const DB_ONLY = ['onConflict', 'replaceRange', 'dryRun', 'report', 'conflictStrategy', 'maxReported', 'createIfMissing', 'verifyChecksums', 'blockingFlush'] as const;
-
-function addDbOptions(cmd: Command, withDryRun: boolean): Command {
-  addConflictCheckOptions(cmd)
-    .addOption(new Option('--on-conflict <policy>', 'with conflicts: abort (ingest nothing, exit 3), overwrite, or skip the conflicting rows').choices(ON_CONFLICT_CHOICES).default('abort'))
-    .option('--replace-range [from..to]', "replace every key in [FROM, TO) (default: the import's first key to just past its last)")
-    .option('--no-create-if-missing', 'fail when DIR holds no database (default: create it)')
-    .option('--no-verify-checksums', 'do not re-read every block of the new SSTs before ingesting')
-    .option('--no-blocking-flush', 'fail instead of flushing a memtable that overlaps the import');
-  if (withDryRun) cmd.option('--dry-run', 'import, check and plan: print where each file would go, link nothing');
-  return cmd;
-}
-
-/** Adds `--db` to `import` (registered already) and registers `plan`. */
-export function registerImportIntoDb(program: Command): void {
-  const imp = program.commands.find((c) => c.name() === 'import');
-  if (imp === undefined) throw new Error('registerImportIntoDb needs the import command registered first');
-  imp.option('--db <dir>', 'import into this database: check for conflicts, then ingest (see --on-conflict)');
-  addDbOptions(imp, true);
-  imp.action((inputs: string[], o: DbImportCliOptions, cmd: Command) => {
-    if (o.db !== undefined) return runDbImport(inputs, o, o.dryRun === true);
-    const dbOnly = DB_ONLY.filter((name) => cmd.getOptionValueSource(name) === 'cli');
-    if (dbOnly.length > 0) throw new IngestError('USAGE', `${dbOnly.map(flagOf).join(', ')} need --db`);
-    return runImportToDir(inputs, o);
-  });
-
-  const plan = program
+export function registerPlanCommand(program: Command): void {
+  const cmd = program
     .command('plan')
     .description('import CSV files, check them against a database and show where ingesting would put each file; links nothing')
-    .argument('<inputs...>', 'CSV files, - for stdin, *.gz decompressed on the fly')
-    .requiredOption('--db <dir>', 'the database (must exist)');
-  for (const option of importOptions()) plan.addOption(option);
-  addDbOptions(plan, false)
-    .option('--json', 'print one JSON object on stdout')
-    .option('--quiet', 'no progress')
-    .action((inputs: string[], o: DbImportCliOptions) => runDbImport(inputs, o, true));
-}
-
-function flagOf(name: string): string {
-  return `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    .argument('<inputs...>', 'CSV files, - for stdin, *.gz decompressed on the fly');
+  addOptions(cmd, [
+    { flags: '--db <dir>', description: 'the database (must exist)', required: true },
+    ...IMPORT_OPTIONS,
+    ...CONFLICT_CHECK_OPTIONS,
+    ...DB_POLICY_OPTIONS,
+    { flags: '--json', description: 'print one JSON object on stdout' },
+    { flags: '--quiet', description: 'no progress' },
+  ]);
+  cmd.action((inputs: string[], o: DbImportCliOptions) => runDbImport(inputs, o, 'plan'));
 }
 
 /** "FROM..TO", "FROM..", "..TO" (split at the first ".."), or a bare flag: the import's span. */
@@ -96,49 +60,30 @@ function parseReplaceRange(text: string | true | undefined, codec: DbTextCodec):
   };
 }
 
-async function runDbImport(inputs: string[], o: DbImportCliOptions, dryRun: boolean): Promise<void> {
-  const db = o.db as string;
+/** `import --db` (mode 'import', or 'plan' with --dry-run) and `plan`: run, print, then fail with exit 3 when abort stopped it. */
+export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode: 'plan' | 'import'): Promise<void> {
   if (o.outputDir !== undefined) throw new IngestError('USAGE', '--output-dir and --db do not go together: with --db the SSTs go to a private directory inside the database');
-  const codec = new DbTextCodec({ keySpec: o.key });
-  const importOptions = toImportOptions(inputs, { ...o, outputDir: '' });
-  importOptions.progress = Progress.forStderr(o.quiet === true);
-  const { outputDir: _unused, ...importOnly } = importOptions;
-  void _unused;
+  const importSettings = toImportOptions(inputs, o);
+  // The import's key spec shows keys here too: --replace-range bounds in, file bounds out.
+  const codec = new DbTextCodec({ keySpec: importSettings.key });
   const job = new DbImport({
-    dbDir: db,
-    import: importOnly,
+    mode,
+    dbDir: o.db,
+    import: { ...importSettings, progress: Progress.forStderr(o.quiet === true) },
     createIfMissing: o.createIfMissing,
     onConflict: o.onConflict,
     conflictStrategy: o.conflictStrategy,
     maxReported: o.maxReported,
     reportPath: o.report,
     replaceRange: parseReplaceRange(o.replaceRange, codec),
-    dryRun,
     verifyChecksums: o.verifyChecksums,
     allowBlockingFlush: o.blockingFlush,
   });
-  const onSignal = (): void => {
-    job.cleanupSync();
-    process.stderr.write('\ninterrupted: import abandoned\n');
-    process.exit(130);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  let result: DbImportResult;
-  try {
-    result = await job.run();
-  } finally {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
-  }
-  const s = result.report.summary;
+  const result = await runInterruptible(job, 'import abandoned');
   if (o.json === true) process.stdout.write(`${JSON.stringify(jsonOf(result))}\n`);
   else if (o.quiet !== true) printHuman(result, codec);
-  if (!dryRun && !result.policy.ingest) {
-    const first = result.report.conflicts[0];
-    const example = first !== undefined ? `; first: key ${first.key}${first.source !== null ? ` (${first.source.file} line ${first.source.line})` : ''}` : '';
-    throw new IngestError('CONFLICT', `${s.conflicts} key(s) would change a live value in ${db}; nothing ingested (--on-conflict overwrite|skip to go on)${example}`);
-  }
+  const failure = conflictFailure(result);
+  if (failure !== null) throw failure;
 }
 
 /** The --json document; field names are stable (docs/import.md). */
@@ -188,4 +133,3 @@ function fileLine(f: DbImportFile, codec: DbTextCodec): string {
   const target = f.fileNumber !== null ? ` -> ${String(f.fileNumber).padStart(6, '0')}.sst` : '';
   return `${f.file ?? '(replace-range tombstones)'}: L${f.level} seqno ${f.globalSeqno} ${span} ${f.sizeBytes} bytes${target}`;
 }
-

@@ -47,12 +47,13 @@ interface IngestSstCliOptions {
   createIfMissing?: boolean;
 }
 
-function ingestOptionsFrom(o: IngestSstCliOptions): IngestOptions {
+/** The engine's ingest options, and the codec (one --key parse per run) that read the replace bounds and prints the files. */
+function ingestOptionsFrom(o: IngestSstCliOptions): { opts: IngestOptions; codec: DbTextCodec } {
   if ((o.replaceStart === undefined) !== (o.replaceEnd === undefined)) {
     throw new IngestError('USAGE', '--replace-start and --replace-end go together');
   }
-  const codec = new DbTextCodec({ hex: o.hex, keySpec: o.key });
-  return {
+  const codec = DbTextCodec.forOptions(o);
+  const opts: IngestOptions = {
     verifyChecksums: o.verifyChecksums,
     allowBlockingFlush: o.blockingFlush,
     requireBottommost: o.requireBottommost === true,
@@ -62,6 +63,7 @@ function ingestOptionsFrom(o: IngestSstCliOptions): IngestOptions {
         ? undefined
         : { start: codec.parseKey(o.replaceStart, '--replace-start'), end: codec.parseKey(o.replaceEnd, '--replace-end') },
   };
+  return { opts, codec };
 }
 
 async function withEngine<T>(dir: string, createIfMissing: boolean, body: (e: Engine) => Promise<T>): Promise<T> {
@@ -98,7 +100,7 @@ function fileLine(f: PlannedFile, codec: DbTextCodec): string {
 }
 
 async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void> {
-  const opts = ingestOptionsFrom(o);
+  const { opts, codec } = ingestOptionsFrom(o);
   const started = process.hrtime.bigint();
   const result = await withEngine(o.db, o.createIfMissing === true, (e) => e.ingestExternalFiles(files, opts));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -114,19 +116,17 @@ async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void>
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
-  const codec = new DbTextCodec({ hex: o.hex, keySpec: o.key });
   for (const f of result.files) process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? '' : ' (copied)'}\n`);
   process.stdout.write(`ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`);
 }
 
 async function runPlan(files: string[], o: IngestSstCliOptions): Promise<void> {
-  const opts = ingestOptionsFrom(o);
+  const { opts, codec } = ingestOptionsFrom(o);
   const plan = await withEngine(o.db, false, async (e) => e.planIngestion(files, opts));
   if (o.json === true) {
     process.stdout.write(`${JSON.stringify({ db: o.db, files: plan.files.map(fileJson), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence })}\n`);
     return;
   }
-  const codec = new DbTextCodec({ hex: o.hex, keySpec: o.key });
   for (const f of plan.files) process.stdout.write(`${fileLine(f, codec)}\n`);
   if (plan.memtableFlushNeeded) process.stdout.write('a memtable holds data in these ranges: ingest would flush it first\n');
 }

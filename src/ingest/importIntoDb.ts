@@ -1,5 +1,12 @@
 /**
- * Import into a live database: the whole `ingest import <csv...> --db DIR` pipeline.
+ * Import into a live database: the one pipeline behind `ingest import <csv...> --db DIR`,
+ * `ingest plan` and `ingest check`, in three modes that stop at different steps:
+ *   - import (default): every step below;
+ *   - plan (dryRun):    steps 1-4, then Engine.planIngestion, which links nothing;
+ *   - check:            steps 1-3 only, with the SSTs in a temp directory outside DIR (or the
+ *                       caller's outputDir, kept); never creates or changes the database.
+ * Every mode writes row-origins side files, so each reported conflict names its CSV file and line,
+ * and `conflictFailure` gives the error a finished run ends with (the CLI's exit code 3).
  *
  *   1. import   CSV → sorted, non-overlapping external SSTs (ingest/importer.ts), written to a
  *               private directory DIR/.import-tmp-<pid>-<start>-XXXXXX, an engine scratch
@@ -12,13 +19,14 @@
  *               conflicting key, beside them in the private directory);
  *   5. ingest   Engine.ingestExternalFiles, with replaceRange when asked; or with dryRun,
  *               Engine.planIngestion, which links nothing.
- * The private directory is removed at the end whatever happens (cleanupSync also serves signal
- * handlers); the engine's hard links keep the ingested files alive under their table names. A
- * SIGKILLed run cannot clean up: its name records its owner, and the next Engine.open of DIR
- * removes it once the owner is gone.
+ * The private directory (or a check's temp directory) is removed at the end whatever happens
+ * (cleanupSync also serves signal handlers); the engine's hard links keep the ingested files
+ * alive under their table names. A SIGKILLed run cannot clean up: its name records its owner,
+ * and the next Engine.open of DIR removes it once the owner is gone.
  *
  * Contract: an import lands whole or not at all. Failures before step 5 change nothing in the
- * database (if this run created DIR, DIR is removed again); step 5 is one manifest edit.
+ * database (if this run created DIR, DIR is removed again); step 5 is one manifest edit. The key
+ * spec is parsed once per run (or passed in parsed) and shows keys in the report and the errors.
  *
  * Why no write can come between the check and the ingestion: by default this module opens the
  * engine itself, and the engine's LOCK keeps every other opener, in this process or another, out
@@ -54,6 +62,7 @@
  * old values would be deleted by the range, not kept), so that combination is refused.
  */
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { Engine } from '../engine/engine';
 import { currentFileName } from '../engine/fileNames';
@@ -62,12 +71,15 @@ import { IngestOptions, IngestionPlan, IngestionResult, PlannedFile } from '../e
 import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../base/keyCompare';
 import { CsvImport, ImportOptions, ImportSummary } from './importer';
-import { KeySpec, parseKeySpecText } from './rows/keySpec';
+import { KeySpec } from './rows/keySpec';
 import { checkSstConflicts } from '../conflict/checkSstConflicts';
 import { IngestPlan, OnConflict, applyConflictPolicy } from '../conflict/policy';
 import { ConflictReport, ConflictStrategy, writeConflictReport } from '../conflict/report';
 import { RowOriginIndex } from '../conflict/rowOrigins';
 import { IngestError, assert } from '../util/errors';
+
+/** How far a run goes: the check alone, up to a plan of the ingestion, or the ingestion. */
+export type DbImportMode = 'check' | 'plan' | 'import';
 
 /** A replace range as asked for: a missing bound takes the import's own (see the module comment). */
 export interface ReplaceRangeRequest {
@@ -77,17 +89,26 @@ export interface ReplaceRangeRequest {
 
 export interface DbImportOptions {
   dbDir: string;
-  /** The import; its outputDir is the private directory, and no summary file is written. */
+  /** The import; its outputDir is the private directory. Its key spec is parsed once, here, when given as text. */
   import: Omit<ImportOptions, 'outputDir' | 'writeSummaryFile' | 'writeRowOrigins'>;
-  /** Create the database when DIR holds none (default true). Never with dryRun. */
+  /** Default 'import', or 'plan' with dryRun. */
+  mode?: DbImportMode;
+  /**
+   * Check mode only: write the SSTs (with import-summary.json) here and keep them, instead of in
+   * a temporary directory (under import.tmpDir, else the system's) removed at the end.
+   */
+  outputDir?: string;
+  /** Create the database when DIR holds none (default true). Never in a plan or a check. */
   createIfMissing?: boolean;
+  /** The policy (plan and import modes; a check applies none). */
   onConflict?: OnConflict;
   conflictStrategy?: ConflictStrategy;
   maxReported?: number;
   /** Write the conflict report here (also under abort, before failing). */
   reportPath?: string;
+  /** Plan and import modes. */
   replaceRange?: ReplaceRangeRequest;
-  /** Run import, check and policy, then plan the ingestion instead of doing it. */
+  /** The same as mode 'plan' (run import, check and policy, then plan the ingestion instead of doing it). */
   dryRun?: boolean;
   verifyChecksums?: boolean;
   allowBlockingFlush?: boolean;
@@ -113,15 +134,24 @@ export interface DbImportFile {
   fileNumber: number | null;
 }
 
-export interface DbImportResult {
+/** What every mode returns: the import and its check against the database. */
+export interface DbCheckedImport {
   db: string;
-  /** True when this run created the database. */
-  createdDb: boolean;
-  dryRun: boolean;
   import: ImportSummary;
   /** The full report (the CLI prints its summary, and names the first conflict in errors). */
   report: ConflictReport;
   reportPath: string | null;
+}
+
+export interface DbCheckResult extends DbCheckedImport {
+  mode: 'check';
+}
+
+export interface DbImportResult extends DbCheckedImport {
+  mode: 'plan' | 'import';
+  /** True when this run created the database. */
+  createdDb: boolean;
+  dryRun: boolean;
   policy: {
     onConflict: OnConflict;
     /** False when nothing is (or, in a dry run, would be) ingested: abort with conflicts. */
@@ -137,129 +167,191 @@ export interface DbImportResult {
   plan: { files: DbImportFile[]; memtableFlushNeeded: boolean; lastSequence: number } | null;
 }
 
-export class DbImport {
-  private tempDir: string | null = null;
+/** The result of a run in mode M (a mode known only at run time gives the union, told apart by `mode`). */
+export type DbRunResult<M extends DbImportMode> = M extends 'check' ? DbCheckResult : DbImportResult;
+
+export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
+  readonly mode: DbImportMode;
+  /** A directory of this run's own (scratch or temp), removed at the end. */
+  private ownedDir: string | null = null;
   private job: CsvImport | null = null;
   /** DIR did not exist before this run: a failed run removes it again. */
   private createdDir = false;
   private succeeded = false;
 
-  constructor(private readonly opts: DbImportOptions) {}
+  constructor(private readonly opts: DbImportOptions & { mode?: M }) {
+    if (opts.dryRun === true && opts.mode !== undefined && opts.mode !== 'plan') {
+      throw new IngestError('INVALID_ARGUMENT', `dryRun is mode 'plan'; it does not go with mode '${opts.mode}'`);
+    }
+    this.mode = opts.mode ?? (opts.dryRun === true ? 'plan' : 'import');
+    if (opts.outputDir !== undefined && this.mode !== 'check') {
+      throw new IngestError('INVALID_ARGUMENT', 'outputDir is for check mode: a plan or an import writes its SSTs to a private directory inside the database');
+    }
+  }
 
   /** Removes the private directory (and DIR when this run made it and failed); synchronous, for signal handlers. */
   cleanupSync(): void {
     this.job?.cleanupSync();
-    if (this.tempDir !== null) fs.rmSync(this.tempDir, { recursive: true, force: true });
-    this.tempDir = null;
+    if (this.ownedDir !== null) fs.rmSync(this.ownedDir, { recursive: true, force: true });
+    this.ownedDir = null;
     if (this.createdDir && !this.succeeded) fs.rmSync(this.opts.dbDir, { recursive: true, force: true });
     this.createdDir = false;
   }
 
-  async run(): Promise<DbImportResult> {
+  async run(): Promise<DbRunResult<M>> {
+    const creating = this.checkPreconditions();
+    const outputDir = this.prepareOutputDir();
+    try {
+      const keySpec = KeySpec.of(this.opts.import.key ?? '1');
+      this.job = new CsvImport(this.importOptions(keySpec, outputDir));
+      const summary = await this.job.run();
+      this.job = null;
+      const result = await this.withEngine<DbCheckResult | DbImportResult>(creating, (engine) =>
+        this.mode === 'check' ? this.checkOnly(engine, summary, keySpec) : this.intoEngine(engine, summary, keySpec, creating),
+      );
+      this.succeeded = true;
+      // The mode was fixed by the options that fixed M, so the result is the one M names.
+      return result as DbRunResult<M>;
+    } finally {
+      this.cleanupSync();
+    }
+  }
+
+  /** Refuses what cannot run before anything is written; returns whether this run creates the database. */
+  private checkPreconditions(): boolean {
     const o = this.opts;
     const dir = o.dbDir;
-    const dryRun = o.dryRun === true;
-    const onConflict = o.onConflict ?? 'abort';
-    const createIfMissing = (o.createIfMissing ?? true) && !dryRun;
-    if (onConflict === 'skip' && o.replaceRange !== undefined) {
+    if (this.mode !== 'check' && o.onConflict === 'skip' && o.replaceRange !== undefined) {
       throw new IngestError('USAGE', '--on-conflict skip cannot be combined with --replace-range: the range would delete the live values skip keeps');
     }
     if (o.engine !== undefined && path.resolve(o.engine.dir) !== path.resolve(dir)) {
       throw new IngestError('INVALID_ARGUMENT', `the engine given is open at ${o.engine.dir}, not at ${dir}`);
     }
     const hadDb = o.engine !== undefined || fs.existsSync(currentFileName(dir));
+    const createIfMissing = (o.createIfMissing ?? true) && this.mode === 'import';
     if (!hadDb && !createIfMissing) {
-      throw new IngestError('USAGE', dryRun ? `no database at ${dir} (a dry run creates none)` : `no database at ${dir} (and --no-create-if-missing)`);
+      const why = { check: '', plan: ' (a dry run creates none)', import: ' (and --no-create-if-missing)' }[this.mode];
+      throw new IngestError('USAGE', `no database at ${dir}${why}`);
+    }
+    return !hadDb;
+  }
+
+  /**
+   * Where the import writes its SSTs. Plan and import: a scratch directory inside DIR (the engine
+   * hard-links from it: same file system), DIR made first when missing. Check: the caller's
+   * outputDir, else a temp directory outside DIR, since a check writes nothing into the database.
+   */
+  private prepareOutputDir(): string {
+    const o = this.opts;
+    if (this.mode === 'check') {
+      if (o.outputDir !== undefined) return o.outputDir;
+      const tmpRoot = o.import.tmpDir ?? os.tmpdir();
+      try {
+        fs.mkdirSync(tmpRoot, { recursive: true });
+        this.ownedDir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-check-'));
+      } catch (e) {
+        throw new IngestError('IO', `cannot create a temp directory under ${tmpRoot}: ${(e as Error).message}`, { cause: e });
+      }
+      return this.ownedDir;
     }
     try {
-      if (!fs.existsSync(dir)) {
-        fs.mkdirSync(dir, { recursive: true });
+      if (!fs.existsSync(o.dbDir)) {
+        fs.mkdirSync(o.dbDir, { recursive: true });
         this.createdDir = true;
       }
-      this.tempDir = fs.mkdtempSync(ownScratchDirPrefix(dir));
+      this.ownedDir = fs.mkdtempSync(ownScratchDirPrefix(o.dbDir));
+      return this.ownedDir;
     } catch (e) {
       this.cleanupSync();
-      throw new IngestError('IO', `cannot create a private directory in ${dir}: ${(e as Error).message}`, { cause: e });
-    }
-    try {
-      // Sorted runs default to the scratch directory too (not the system temp dir): after a kill,
-      // the next Engine.open removes the whole scratch directory, runs included.
-      this.job = new CsvImport({ ...o.import, tmpDir: o.import.tmpDir ?? this.tempDir, outputDir: this.tempDir, writeSummaryFile: false, writeRowOrigins: true });
-      const summary = await this.job.run();
-      this.job = null;
-      const result = await this.intoEngine(summary, dryRun, onConflict, createIfMissing && !hadDb);
-      this.succeeded = true;
-      return result;
-    } finally {
-      this.cleanupSync();
+      throw new IngestError('IO', `cannot create a private directory in ${o.dbDir}: ${(e as Error).message}`, { cause: e });
     }
   }
 
-  private async intoEngine(summary: ImportSummary, dryRun: boolean, onConflict: OnConflict, creating: boolean): Promise<DbImportResult> {
+  /** The import's options; every mode writes row-origins files, so reported conflicts name their CSV line. */
+  private importOptions(keySpec: KeySpec, outputDir: string): ImportOptions {
+    const base = { ...this.opts.import, key: keySpec, outputDir, writeRowOrigins: true };
+    if (this.mode === 'check') return base;
+    // Sorted runs default to the scratch directory too (not the system temp dir): after a kill,
+    // the next Engine.open removes the whole scratch directory, runs included.
+    return { ...base, tmpDir: base.tmpDir ?? outputDir, writeSummaryFile: false };
+  }
+
+  /** The engine at DIR for `body`: the caller's (left open), else opened here and closed after. */
+  private async withEngine<T>(creating: boolean, body: (engine: Engine) => Promise<T>): Promise<T> {
     const o = this.opts;
-    const paths = summary.outputFiles.map((f) => f.path);
-    const replaceRange = resolveReplaceRange(o.replaceRange, summary);
-    const keySpec = KeySpec.forKeyFields(parseKeySpecText(o.import.key ?? '1'));
     const engine = o.engine ?? (await Engine.open(o.dbDir, { createIfMissing: creating }));
     try {
-      // From here to the ingestion's commit nothing else writes to the engine, unless it is the
-      // caller's (module comment).
-      const report = this.check(engine, paths, keySpec);
-      const decision: IngestPlan = applyConflictPolicy(onConflict, report, paths);
-      const ingestOptions: IngestOptions = { verifyChecksums: o.verifyChecksums, allowBlockingFlush: o.allowBlockingFlush, replaceRange };
-      const result: DbImportResult = {
-        db: o.dbDir,
-        createdDb: creating,
-        dryRun,
-        import: summary,
-        report,
-        reportPath: o.reportPath ?? null,
-        policy: {
-          onConflict,
-          ingest: decision.ingest,
-          rowsHeldBack: decision.rowsHeldBack,
-          rewrittenFiles: decision.rewritten.length,
-          emptiedFiles: decision.emptied.length,
-        },
-        replaceRange: replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
-        ingest: null,
-        plan: null,
-      };
-      if (dryRun) {
-        // Under abort with conflicts the real run ingests nothing; the plan still shows where the
-        // import's files would go once the conflicts are resolved.
-        const files = decision.ingest ? decision.files : paths;
-        if (files.length > 0 || replaceRange !== undefined) {
-          const plan: IngestionPlan = await engine.planIngestion(files, ingestOptions);
-          result.plan = { files: plan.files.map((f) => fileOf(f, null)), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence };
-        }
-        return result;
-      }
-      if (!decision.ingest || (decision.files.length === 0 && replaceRange === undefined)) return result;
-      if (engine.lastSequence !== report.snapshotSequence) {
-        const changed = `the database changed between the conflict check (sequence ${report.snapshotSequence}) and the ingestion (${engine.lastSequence})`;
-        assert(o.engine !== undefined, changed);
-        // The caller's writes: only overwrite does not depend on the check's snapshot (module comment).
-        if (onConflict !== 'overwrite') throw new IngestError('CONFLICT', `${changed}: --on-conflict ${onConflict} needs no writes during the import; nothing was ingested`);
-      }
-      const t0 = performance.now();
-      const ingested: IngestionResult = await engine.ingestExternalFiles(decision.files, ingestOptions);
-      result.ingest = {
-        files: ingested.files.map((f) => fileOf(f, f.fileNumber)),
-        memtableFlushes: ingested.memtableFlushes,
-        writesStopped: ingested.writesStopped,
-        lastSequence: ingested.lastSequence,
-        seconds: Math.round(performance.now() - t0) / 1000,
-      };
-      return result;
+      return await body(engine);
     } finally {
       if (o.engine === undefined) await engine.close();
     }
   }
 
-  /** The conflict scan, with key display from the --key spec and row sources from origins files when present. */
-  private check(engine: Engine, paths: readonly string[], keySpec: KeySpec): ConflictReport {
+  private async checkOnly(engine: Engine, summary: ImportSummary, keySpec: KeySpec): Promise<DbCheckResult> {
+    const report = this.check(engine, summary, keySpec, false);
+    return { mode: 'check', db: this.opts.dbDir, import: summary, report, reportPath: this.opts.reportPath ?? null };
+  }
+
+  private async intoEngine(engine: Engine, summary: ImportSummary, keySpec: KeySpec, creating: boolean): Promise<DbImportResult> {
     const o = this.opts;
+    const onConflict = o.onConflict ?? 'abort';
+    const paths = summary.outputFiles.map((f) => f.path);
+    const replaceRange = resolveReplaceRange(o.replaceRange, summary);
+    // From here to the ingestion's commit nothing else writes to the engine, unless it is the
+    // caller's (module comment).
+    const report = this.check(engine, summary, keySpec, onConflict === 'skip');
+    const decision: IngestPlan = applyConflictPolicy(onConflict, report, paths);
+    const ingestOptions: IngestOptions = { verifyChecksums: o.verifyChecksums, allowBlockingFlush: o.allowBlockingFlush, replaceRange };
+    const result: DbImportResult = {
+      mode: this.mode === 'plan' ? 'plan' : 'import',
+      db: o.dbDir,
+      createdDb: creating,
+      dryRun: this.mode === 'plan',
+      import: summary,
+      report,
+      reportPath: o.reportPath ?? null,
+      policy: { onConflict, ingest: decision.ingest, rowsHeldBack: decision.rowsHeldBack, rewrittenFiles: decision.rewritten.length, emptiedFiles: decision.emptied.length },
+      replaceRange: replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
+      ingest: null,
+      plan: null,
+    };
+    if (result.mode === 'plan') {
+      // Under abort with conflicts the real run ingests nothing; the plan still shows where the
+      // import's files would go once the conflicts are resolved.
+      const files = decision.ingest ? decision.files : paths;
+      if (files.length > 0 || replaceRange !== undefined) result.plan = planOf(await engine.planIngestion(files, ingestOptions));
+      return result;
+    }
+    if (!decision.ingest || (decision.files.length === 0 && replaceRange === undefined)) return result;
+    this.assertUnchangedSinceCheck(engine, report, onConflict);
+    const t0 = performance.now();
+    const ingested: IngestionResult = await engine.ingestExternalFiles(decision.files, ingestOptions);
+    result.ingest = {
+      files: ingested.files.map((f) => fileOf(f, f.fileNumber)),
+      memtableFlushes: ingested.memtableFlushes,
+      writesStopped: ingested.writesStopped,
+      lastSequence: ingested.lastSequence,
+      seconds: Math.round(performance.now() - t0) / 1000,
+    };
+    return result;
+  }
+
+  /** The ingestion must commit over the state the check read; only the caller's writes can have moved it. */
+  private assertUnchangedSinceCheck(engine: Engine, report: ConflictReport, onConflict: OnConflict): void {
+    if (engine.lastSequence === report.snapshotSequence) return;
+    const changed = `the database changed between the conflict check (sequence ${report.snapshotSequence}) and the ingestion (${engine.lastSequence})`;
+    assert(this.opts.engine !== undefined, changed);
+    // The caller's writes: only overwrite does not depend on the check's snapshot (module comment).
+    if (onConflict !== 'overwrite') throw new IngestError('CONFLICT', `${changed}: --on-conflict ${onConflict} needs no writes during the import; nothing was ingested`);
+  }
+
+  /**
+   * The conflict scan of the import's SSTs, the same in every mode: keys shown through the key
+   * spec, row sources from the origins files, the report written when asked.
+   */
+  private check(engine: Engine, summary: ImportSummary, keySpec: KeySpec, collectConflictingKeys: boolean): ConflictReport {
+    const o = this.opts;
+    const paths = summary.outputFiles.map((f) => f.path);
     const origins = RowOriginIndex.openIfPresent(paths);
     try {
       const report = checkSstConflicts(engine, paths, {
@@ -267,7 +359,7 @@ export class DbImport {
         maxReported: o.maxReported,
         formatKey: (k) => keySpec.format(k),
         sourceOf: origins === null ? undefined : (k) => origins.sourceOf(k),
-        collectConflictingKeys: (o.onConflict ?? 'abort') === 'skip',
+        collectConflictingKeys,
       });
       if (o.reportPath !== undefined) writeConflictReport(o.reportPath, report);
       return report;
@@ -275,6 +367,24 @@ export class DbImport {
       origins?.close();
     }
   }
+}
+
+/**
+ * The CONFLICT error a finished run ends with, or null: a check that found conflicts, or an
+ * import the abort policy stopped. A plan never fails (it shows the counts). Callers print the
+ * result first and then throw this (the CLI's exit code 3).
+ */
+export function conflictFailure(result: DbCheckResult | DbImportResult): IngestError | null {
+  if (result.mode === 'check') return result.report.summary.conflicts > 0 ? conflictError(result, '') : null;
+  if (result.mode === 'plan' || result.policy.ingest) return null;
+  return conflictError(result, '; nothing ingested (--on-conflict overwrite|skip to go on)');
+}
+
+function conflictError(result: DbCheckedImport, consequence: string): IngestError {
+  const first = result.report.conflicts[0];
+  const source = first?.source ?? null;
+  const example = first !== undefined ? `; first: key ${first.key}${source !== null ? ` (${source.file} line ${source.line})` : ''}` : '';
+  return new IngestError('CONFLICT', `${result.report.summary.conflicts} key(s) would change a live value in ${result.db}${consequence}${example}`);
 }
 
 /** The range to replace, bounds defaulted from the import's span; undefined when not asked for. */
@@ -306,7 +416,14 @@ function fileOf(f: PlannedFile, fileNumber: number | null): DbImportFile {
   };
 }
 
-/** Convenience: run one import into a database. */
+
+function planOf(plan: IngestionPlan): NonNullable<DbImportResult['plan']> {
+  return { files: plan.files.map((f) => fileOf(f, null)), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence };
+}
+
+/** Convenience: run one import (or, with dryRun or mode 'plan', one plan) into a database. */
 export async function importIntoDb(opts: DbImportOptions): Promise<DbImportResult> {
-  return new DbImport(opts).run();
+  const { mode } = opts;
+  if (mode === 'check') throw new IngestError('INVALID_ARGUMENT', "importIntoDb imports or plans; a check is new DbImport({ mode: 'check', ... }).run()");
+  return new DbImport({ ...opts, mode }).run();
 }

@@ -16,7 +16,10 @@
  *
  * Memory (--memory-limit, default 256 MiB) counts what the sort holds: the sort buffers (arena +
  * index + radix scratch) of every parser, their read and spill buffers, and in the merge the run
- * read buffers. Fixed per-parser costs are taken off the top before the sort buffers are sized.
+ * read buffers. Every share comes from one MemoryBudget (src/ingest/memoryBudget.ts).
+ *
+ * The key spec is parsed once: a caller passes the KeySpec (or its text, parsed when the run
+ * starts), and the same object formats keys in the summary and in error messages.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -27,7 +30,7 @@ import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect';
 import { readCsvFast, readCsvWithCsvParse } from './csv/csvReader';
 import { displayName, isSplittable, openByteSource } from './csv/inputSource';
-import { KeySpec, parseKeySpecText } from './rows/keySpec';
+import { KeySpec } from './rows/keySpec';
 import { DuplicatePolicy, MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
 import { Progress } from './progress';
 import { ValueFormat } from './rows/rowEncoder';
@@ -37,16 +40,12 @@ import { SortBuffer } from './sort/sortBuffer';
 import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sort/sstSetWriter';
 import { mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
 import { parseInWorkers } from './parse/parallelParse';
-import { PARSER_FIXED_BYTES, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
+import { ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
+import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
 
-export const DEFAULT_MEMORY_LIMIT_BYTES = 256 << 20;
 export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
-/** Smallest --memory-limit: enough for a useful sort buffer per parser plus fixed buffers. */
-export const MIN_MEMORY_LIMIT_BYTES = 4 << 20;
 /** Inputs smaller than this are parsed in-process: threads cost more to start than they save. */
 export const PARALLEL_MIN_INPUT_BYTES = 32 << 20;
-const MERGE_READ_BUFFER_MAX_BYTES = 1 << 20;
-const MERGE_READ_BUFFER_MIN_BYTES = 64 << 10;
 
 export type ParserChoice = 'auto' | 'fast' | 'csv-parse';
 
@@ -57,8 +56,8 @@ export interface ImportOptions {
   dialect?: Partial<CsvDialect>;
   header?: boolean;
   columns?: string[] | null;
-  /** The --key spec text; default "1". */
-  key?: string;
+  /** The key spec, parsed (KeySpec.parse), or its --key text, parsed once when the run starts; default "1". */
+  key?: KeySpec | string;
   value?: string;
   valueFormat?: ValueFormat;
   memoryLimitBytes?: number;
@@ -124,9 +123,23 @@ export interface ImportSummary {
   peakRssBytes: number;
 }
 
-function mergeReadBufferBytes(memoryLimitBytes: number, runs: number): number {
-  const share = Math.floor(memoryLimitBytes / 2 / Math.max(runs, 1));
-  return Math.max(MERGE_READ_BUFFER_MIN_BYTES, Math.min(MERGE_READ_BUFFER_MAX_BYTES, share));
+/** Where a row came from, by parse source and source-relative line. */
+type Locator = (source: number, line: number) => RowLocation;
+
+/** What setUp settles before any phase runs. */
+interface ImportSetup {
+  dialect: CsvDialect;
+  budget: MemoryBudget;
+  targetFileSizeBytes: number;
+  policy: DuplicatePolicy;
+  maxBadRows: number;
+  keySpec: KeySpec;
+  plan: LayoutPlan;
+  fast: boolean;
+  parserReason: string;
+  progress: Progress;
+  inputSizes: (number | null)[];
+  totalInput: number;
 }
 
 export class CsvImport {
@@ -153,16 +166,63 @@ export class CsvImport {
   async run(): Promise<ImportSummary> {
     const t0 = performance.now();
     const o = this.opts;
+    const setup = this.setUp();
+    this.prepareOutputDir(o.outputDir);
+    const tmpRoot = o.tmpDir ?? os.tmpdir();
+    try {
+      fs.mkdirSync(tmpRoot, { recursive: true });
+      this.workDir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-import-'));
+    } catch (e) {
+      throw new IngestError('IO', `cannot create a temp directory under ${tmpRoot}: ${(e as Error).message}`, { cause: e });
+    }
+    try {
+      const { outcome, threads } = await this.parse(setup);
+      const tParsed = performance.now();
+      const locate = locatorOf(outcome.sources);
+      if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
+      const { merge, written, mergeThreads } = await this.merge(setup, outcome, locate);
+      const tMerged = performance.now();
+
+      // Phase 3: publish.
+      const finalPaths = publishFiles(o.outputDir, written);
+      this.finished = true;
+      const tPublished = performance.now();
+      const summary = this.summarize({
+        o,
+        inputSizes: setup.inputSizes,
+        totalInput: setup.totalInput,
+        fast: setup.fast,
+        parserReason: setup.parserReason,
+        threads,
+        outcome,
+        merge,
+        policy: setup.policy,
+        written,
+        finalPaths,
+        mergeThreads,
+        keySpec: setup.keySpec,
+        locate,
+        memoryLimitBytes: setup.budget.memoryLimitBytes,
+        runs: outcome.runs,
+        seconds: { parse: (tParsed - t0) / 1000, merge: (tMerged - tParsed) / 1000, publish: (tPublished - tMerged) / 1000 },
+      });
+      if (o.writeSummaryFile ?? true) writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+      return summary;
+    } finally {
+      this.cleanupSync();
+    }
+  }
+
+  /** Checks the options and settles everything the phases need; touches no file but the inputs' sizes. */
+  private setUp(): ImportSetup {
+    const o = this.opts;
     if (o.inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
     if (o.inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
     const dialect = normalizeDialect(o.dialect ?? {});
-    const memoryLimitBytes = o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
-    if (memoryLimitBytes < MIN_MEMORY_LIMIT_BYTES) throw new IngestError('USAGE', `--memory-limit must be at least ${MIN_MEMORY_LIMIT_BYTES} bytes`);
-    const targetFileSizeBytes = o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES;
-    const policy = o.onDuplicate ?? 'error';
-    const maxBadRows = o.maxBadRows ?? 0;
+    const budget = new MemoryBudget(o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES);
+    const keySpec = KeySpec.of(o.key ?? '1');
     const plan: LayoutPlan = {
-      keyRefs: parseKeySpecText(o.key ?? '1'),
+      keyRefs: [...keySpec.refs],
       valueSpec: o.value,
       valueFormat: o.valueFormat ?? 'raw',
       columns: o.columns ?? null,
@@ -174,129 +234,89 @@ export class CsvImport {
     if (parserChoice === 'fast' && refusal !== null) throw new IngestError('USAGE', `--parser fast cannot run this dialect: ${refusal}`);
     const fast = parserChoice !== 'csv-parse' && refusal === null;
     const parserReason = fast ? 'single-byte delimiter/quote/comment with quote doubling' : parserChoice === 'csv-parse' ? 'requested with --parser csv-parse' : (refusal as string);
-    const progress = o.progress ?? new Progress(false);
     const inputSizes = o.inputs.map((p) => (p === '-' ? null : statSize(p)));
-    const totalInput = inputSizes.reduce<number>((a, b) => a + (b ?? 0), 0);
+    return {
+      dialect,
+      budget,
+      targetFileSizeBytes: o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES,
+      policy: o.onDuplicate ?? 'error',
+      maxBadRows: o.maxBadRows ?? 0,
+      keySpec,
+      plan,
+      fast,
+      parserReason,
+      progress: o.progress ?? new Progress(false),
+      inputSizes,
+      totalInput: inputSizes.reduce<number>((a, b) => a + (b ?? 0), 0),
+    };
+  }
 
-    this.prepareOutputDir(o.outputDir);
-    const tmpRoot = o.tmpDir ?? os.tmpdir();
+  /** Phase 1: parse into sorted runs, in worker threads for large regular files, else in-process. */
+  private async parse(s: ImportSetup): Promise<{ outcome: ParseOutcome; threads: number }> {
+    const o = this.opts;
+    const settings: ParseSettings = {
+      dialect: s.dialect,
+      plan: s.plan,
+      quoteByte: s.dialect.quote === '' ? -1 : s.dialect.quote.charCodeAt(0),
+      maxBadRows: s.maxBadRows,
+      runDir: this.workDir as string,
+    };
+    const explicitThreads = o.parseThreads !== undefined;
+    const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
+    const parallel = s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
+    const threads = parallel ? requestedThreads : 0;
     try {
-      fs.mkdirSync(tmpRoot, { recursive: true });
-      this.workDir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-import-'));
+      const outcome = parallel
+        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, o.parseTaskBytes)
+        : await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress);
+      return { outcome, threads };
     } catch (e) {
-      throw new IngestError('IO', `cannot create a temp directory under ${tmpRoot}: ${(e as Error).message}`, { cause: e });
-    }
-
-    try {
-      const settings: ParseSettings = {
-        dialect,
-        plan,
-        quoteByte: dialect.quote === '' ? -1 : dialect.quote.charCodeAt(0),
-        maxBadRows,
-        runDir: this.workDir,
-      };
-      const explicitThreads = o.parseThreads !== undefined;
-      const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
-      const parallel = fast && requestedThreads >= 1 && (explicitThreads || totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
-      const threads = parallel ? requestedThreads : 0;
-
-      // Phase 1: parse into runs.
-      let outcome: ParseOutcome;
-      try {
-        outcome = parallel
-          ? await parseInWorkers(o.inputs, settings, threads, memoryLimitBytes, progress, o.parseTaskBytes)
-          : await this.parseInProcess(o.inputs, settings, fast, memoryLimitBytes, progress);
-      } catch (e) {
-        // The import fails, but the rows that made it fail are still worth a rejects file.
-        if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined) {
-          writeRejects(o.rejectsPath, e.badRows, (source, line) => ({ file: displayName(e.sources[source].file), line: e.sources[source].lineOffset + line }));
-        }
-        throw e;
-      } finally {
-        progress.done();
-      }
-      const tParsed = performance.now();
-      const keySpec = outcome.bound !== null ? new KeySpec(plan.keyRefs, outcome.bound.columnNames, outcome.bound.fieldCount) : null;
-      const locate = (source: number, line: number): RowLocation => {
-        const s = outcome.sources[source];
-        return { file: displayName(s.file), line: s.lineOffset + line };
-      };
-      if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
-
-      // Phase 2: merge into SSTs.
-      let runs = outcome.runs;
-      const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
-      // One merge thread by default: the SST writer already compresses on a thread of its own, and
-      // on two cores a second merge thread (with its own compressor) measured no faster, and its
-      // second writer and compressor roughly doubled peak RSS.
-      const mergeThreads = runs.length > 0 && runBytes > 0 ? Math.max(1, o.mergeThreads ?? 1) : 1;
-      const maxFanIn = Math.max(2, Math.floor(memoryLimitBytes / 2 / MERGE_READ_BUFFER_MIN_BYTES / mergeThreads));
-      while (runs.length > maxFanIn) {
-        const group = runs.slice(0, maxFanIn);
-        const merged = mergeRunsIntoRun(group, this.nextRunPath(), mergeReadBufferBytes(memoryLimitBytes, group.length));
-        runs = [merged, ...runs.slice(maxFanIn)];
-      }
-      const ranges = mergeThreads > 1 ? planKeyRanges(runs, mergeThreads) : [];
-      const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources) : null;
-      let merge: MergeResult;
-      let written: WrittenFile[];
-      try {
-        if (ranges.length > 1) {
-          const readBufferBytes = mergeReadBufferBytes(memoryLimitBytes, runs.length * ranges.length);
-          const base = { policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes, sstOptions: o.sstOptions ?? {}, rowOrigins };
-          ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, progress));
-        } else {
-          this.output = new SstSetWriter(o.outputDir, this.token, 0, targetFileSizeBytes, o.sstOptions ?? {}, rowOrigins);
-          merge = mergeRunsIntoSsts(runs, policy, this.output, mergeReadBufferBytes(memoryLimitBytes, runs.length), (n) =>
-            progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: outcome.rowsRead }),
-          );
-          written = merge.duplicateCount > 0 && policy === 'error' ? [] : this.output.finish();
-        }
-      } finally {
-        progress.done();
-      }
-      this.written = written;
-
-      if (merge.duplicateCount > 0 && policy === 'error') {
-        const fmt = (k: Buffer): string => (keySpec !== null ? keySpec.format(k) : k.toString('hex'));
-        const lines = merge.duplicates.map((d) => {
-          const a = locate(d.first.source, d.first.line);
-          const b = locate(d.duplicate.source, d.duplicate.line);
-          return `  key ${fmt(d.key)}: ${b.file} line ${b.line} repeats ${a.file} line ${a.line}`;
-        });
-        const more = merge.duplicateCount > merge.duplicates.length ? `\n  ... and ${merge.duplicateCount - merge.duplicates.length} more` : '';
-        throw new IngestError('DUPLICATE_KEY', `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`);
-      }
-      const tMerged = performance.now();
-
-      // Phase 3: publish.
-      const finalPaths = publishFiles(o.outputDir, written);
-      this.finished = true;
-      const tPublished = performance.now();
-      const summary = this.summarize({
-        o,
-        inputSizes,
-        totalInput,
-        fast,
-        parserReason,
-        threads,
-        outcome,
-        merge,
-        policy,
-        written,
-        finalPaths,
-        mergeThreads: ranges.length > 1 ? ranges.length : 1,
-        keySpec,
-        locate,
-        memoryLimitBytes,
-        runs: outcome.runs,
-        seconds: { parse: (tParsed - t0) / 1000, merge: (tMerged - tParsed) / 1000, publish: (tPublished - tMerged) / 1000 },
-      });
-      if (o.writeSummaryFile ?? true) writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-      return summary;
+      // The import fails, but the rows that made it fail are still worth a rejects file.
+      if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined) writeRejects(o.rejectsPath, e.badRows, locatorOf(e.sources));
+      throw e;
     } finally {
-      this.cleanupSync();
+      s.progress.done();
     }
+  }
+
+  /** Phase 2: merge the runs into SSTs (in key ranges on merge workers when asked); the duplicate policy applies here. */
+  private async merge(s: ImportSetup, outcome: ParseOutcome, locate: Locator): Promise<{ merge: MergeResult; written: WrittenFile[]; mergeThreads: number }> {
+    const o = this.opts;
+    let runs = outcome.runs;
+    const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
+    // One merge thread by default: the SST writer already compresses on a thread of its own, and
+    // on two cores a second merge thread (with its own compressor) measured no faster, and its
+    // second writer and compressor roughly doubled peak RSS.
+    const mergeThreads = runs.length > 0 && runBytes > 0 ? Math.max(1, o.mergeThreads ?? 1) : 1;
+    const maxFanIn = s.budget.mergeFanIn(mergeThreads);
+    while (runs.length > maxFanIn) {
+      const group = runs.slice(0, maxFanIn);
+      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length));
+      runs = [merged, ...runs.slice(maxFanIn)];
+    }
+    const ranges = mergeThreads > 1 ? planKeyRanges(runs, mergeThreads) : [];
+    const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources) : null;
+    const sstOptions = o.sstOptions ?? {};
+    let merge: MergeResult;
+    let written: WrittenFile[];
+    try {
+      if (ranges.length > 1) {
+        const readBufferBytes = s.budget.mergeReadBufferBytes(runs.length * ranges.length);
+        const base = { policy: s.policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes: s.targetFileSizeBytes, sstOptions, rowOrigins };
+        ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress));
+      } else {
+        this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, sstOptions, rowOrigins);
+        merge = mergeRunsIntoSsts(runs, s.policy, this.output, s.budget.mergeReadBufferBytes(runs.length), (n) =>
+          s.progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: outcome.rowsRead }),
+        );
+        written = merge.duplicateCount > 0 && s.policy === 'error' ? [] : this.output.finish();
+      }
+    } finally {
+      s.progress.done();
+    }
+    this.written = written;
+    if (merge.duplicateCount > 0 && s.policy === 'error') throw duplicateKeysError(merge, s.keySpec, locate);
+    return { merge, written, mergeThreads: ranges.length > 1 ? ranges.length : 1 };
   }
 
   private prepareOutputDir(dir: string): void {
@@ -313,8 +333,8 @@ export class CsvImport {
     return path.join(this.workDir as string, `run-${String(++this.runCounter).padStart(6, '0')}.run`);
   }
 
-  private async parseInProcess(inputs: string[], settings: ParseSettings, fast: boolean, memoryLimitBytes: number, progress: Progress): Promise<ParseOutcome> {
-    const buffer = new SortBuffer(Math.max(memoryLimitBytes - PARSER_FIXED_BYTES, MIN_MEMORY_LIMIT_BYTES / 2));
+  private async parseInProcess(inputs: string[], settings: ParseSettings, fast: boolean, budget: MemoryBudget, progress: Progress): Promise<ParseOutcome> {
+    const buffer = new SortBuffer(budget.parserShare(1).sortBufferBytes);
     const runs: RunInfo[] = [];
     const sources: SourceInfo[] = inputs.map((file) => ({ file, lineOffset: 0 }));
     const spill = (): void => {
@@ -370,13 +390,13 @@ export class CsvImport {
     written: WrittenFile[];
     finalPaths: string[];
     mergeThreads: number;
-    keySpec: KeySpec | null;
-    locate: (source: number, line: number) => RowLocation;
+    keySpec: KeySpec;
+    locate: Locator;
     memoryLimitBytes: number;
     runs: RunInfo[];
     seconds: { parse: number; merge: number; publish: number };
   }): ImportSummary {
-    const fmt = (k: Buffer): string => (a.keySpec !== null ? a.keySpec.format(k) : `0x${k.toString('hex')}`);
+    const fmt = (k: Buffer): string => a.keySpec.format(k);
     const total = a.seconds.parse + a.seconds.merge + a.seconds.publish;
     const round = (x: number): number => Math.round(x * 1000) / 1000;
     return {
@@ -422,6 +442,25 @@ export class CsvImport {
   }
 }
 
+/** Absolute file and line of a row, from its parse source and the line the parser gave. */
+function locatorOf(sources: readonly SourceInfo[]): Locator {
+  return (source, line) => {
+    const s = sources[source];
+    return { file: displayName(s.file), line: s.lineOffset + line };
+  };
+}
+
+/** The failure under --on-duplicate error: the first duplicates (file and line of both rows) and the total. */
+function duplicateKeysError(merge: MergeResult, keySpec: KeySpec, locate: Locator): IngestError {
+  const lines = merge.duplicates.map((d) => {
+    const a = locate(d.first.source, d.first.line);
+    const b = locate(d.duplicate.source, d.duplicate.line);
+    return `  key ${keySpec.format(d.key)}: ${b.file} line ${b.line} repeats ${a.file} line ${a.line}`;
+  });
+  const more = merge.duplicateCount > merge.duplicates.length ? `\n  ... and ${merge.duplicateCount - merge.duplicates.length} more` : '';
+  return new IngestError('DUPLICATE_KEY', `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`);
+}
+
 /** The origins files' view of the row sources: one name per input, a line offset per source. */
 function rowOriginSourcesOf(sources: readonly SourceInfo[]): RowOriginSources {
   const inputNames: string[] = [];
@@ -451,7 +490,7 @@ function statSize(p: string): number {
 }
 
 /** Rejects: JSON lines {"file","line","reason","text"}, in input order. */
-function writeRejects(file: string, rows: BadRow[], locate: (source: number, line: number) => RowLocation): void {
+function writeRejects(file: string, rows: BadRow[], locate: Locator): void {
   const sorted = [...rows].sort((x, y) => x.source - y.source || x.line - y.line);
   const text = sorted.map((r) => JSON.stringify({ ...locate(r.source, r.line), reason: r.reason, text: r.text })).join('\n');
   try {

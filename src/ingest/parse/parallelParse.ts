@@ -14,7 +14,8 @@
  * stops the dispatch of new ranges; the walk then decides (in input order) which bad row is the
  * fatal one.
  *
- * Memory: each worker's sort buffer gets an equal share of the limit after its fixed buffers.
+ * Memory: each worker's sort buffer is its share of the limit (MemoryBudget.parserShare), asked
+ * for once the layout is bound, so bad input is reported before a limit too small for the threads.
  */
 import * as fs from 'fs';
 import pLimit from 'p-limit';
@@ -23,7 +24,8 @@ import { IngestError } from '../../util/errors';
 import { dialectBytes } from '../csv/csvDialect';
 import { CsvTokenizer, RecordSink } from '../csv/csvTokenizer';
 import { MAX_RECORD_BYTES } from '../csv/csvReader';
-import { PARSER_FIXED_BYTES, ParseOutcome, ParseSettings, ParseTask, ParseTaskResult, ParseWorkerData, SourceInfo, WorkerReply, tooManyBadRowsError } from './parseTypes';
+import { ParseOutcome, ParseSettings, ParseTask, ParseTaskResult, ParseWorkerData, SourceInfo, WorkerReply, tooManyBadRowsError } from './parseTypes';
+import { MemoryBudget } from '../memoryBudget';
 import { Progress } from '../progress';
 import { BadRow, BoundLayout, bindLayout } from '../rows/rowSink';
 import { SORT_BYTES_PER_ENTRY } from '../sort/sortBuffer';
@@ -197,7 +199,7 @@ export async function parseInWorkers(
   inputs: string[],
   settings: ParseSettings,
   threads: number,
-  memoryLimitBytes: number,
+  budget: MemoryBudget,
   progress: Progress,
   taskBytesOverride?: number,
 ): Promise<ParseOutcome> {
@@ -221,8 +223,7 @@ export async function parseInWorkers(
   const bound: BoundLayout = bindLayout(settings.plan, header, firstWithData?.firstFieldCount ?? 0);
 
   // Plan ranges.
-  const sortBufferBytes = Math.floor((memoryLimitBytes - threads * PARSER_FIXED_BYTES) / threads);
-  if (sortBufferBytes < 2 << 20) throw new IngestError('USAGE', `--memory-limit ${memoryLimitBytes} is too small for ${threads} parse threads`);
+  const { sortBufferBytes } = budget.parserShare(threads);
   const dataBytes = probes.reduce((a, p, i) => a + (sizes[i] - p.dataStart), 0);
   const taskBytes = taskBytesOverride ?? planTaskBytes(dataBytes, Math.floor(sortBufferBytes / BUFFER_BYTES_PER_INPUT_BYTE), threads);
   const tasks: PlannedTask[] = [];

@@ -5,12 +5,8 @@
  */
 import { IngestError } from '../../util/errors';
 import { CsvDialect } from '../csv/csvDialect';
-import { DEFAULT_READ_BUFFER_BYTES } from '../csv/csvReader';
 import { BadRow, BoundLayout, LayoutPlan } from '../rows/rowSink';
 import { RunInfo } from '../sort/runFile';
-
-/** Per-parser buffers outside the sort buffer: the read window and the run writer's chunk. */
-export const PARSER_FIXED_BYTES = DEFAULT_READ_BUFFER_BYTES + (1 << 20);
 
 /** Settings every parser (in-process or worker) needs. */
 export interface ParseSettings {

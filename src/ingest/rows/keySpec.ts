@@ -20,6 +20,11 @@
  * Integer text is strict: an optional sign (`-` only for int64, `+` for both) then 1 or more ASCII
  * digits, no spaces, in range. Parsing works on bytes and on two 32-bit halves, never BigInt,
  * because it runs once per row on the import hot path; BigInt is used only for display.
+ *
+ * One spec per run: the `--key` text is parsed once (`KeySpec.parse`, by the CLI or at the
+ * library boundary, `KeySpec.of`) and the object travels from there. A parsed spec encodes and
+ * decodes keys given in key order; its `refs` (plain data, so they cross to parse workers) are
+ * what the row encoder binds to an input's columns.
  */
 import { IngestError } from '../../util/errors';
 import { copyRange } from '../../util/copyRange';
@@ -80,7 +85,13 @@ export function parseKeySpecText(text: string): KeyColumnRef[] {
  * encodes/decodes keys. Immutable; safe to share.
  */
 export class KeySpec {
+  /** The columns the key is read from, in this spec's field layout. */
   readonly columns: readonly KeyColumnRef[];
+  /**
+   * The spec as the user wrote it (names or input positions), to be bound to an input's columns.
+   * The same as `columns` except for a spec made by `forKeyFields`.
+   */
+  readonly refs: readonly KeyColumnRef[];
   /** 0-based field index of each key component, in key order. */
   readonly fieldIndexes: readonly number[];
   readonly types: readonly KeyColumnType[];
@@ -95,10 +106,12 @@ export class KeySpec {
    * @param refs the parsed `--key` spec
    * @param columnNames the input's column names (header or --columns), or null when there are none
    * @param fieldCount the number of fields per record, used to check positions
+   * @param writtenRefs the spec as the user wrote it, when `refs` is a re-laid-out copy of it
    */
-  constructor(refs: readonly KeyColumnRef[], columnNames: readonly string[] | null, fieldCount: number) {
+  constructor(refs: readonly KeyColumnRef[], columnNames: readonly string[] | null, fieldCount: number, writtenRefs: readonly KeyColumnRef[] = refs) {
     if (refs.length === 0) throw new IngestError('USAGE', '--key must name at least one column');
     this.columns = refs;
+    this.refs = writtenRefs;
     const idx: number[] = [];
     const names: string[] = [];
     for (const ref of refs) {
@@ -125,7 +138,17 @@ export class KeySpec {
   /** A spec over fields given in key order (for `get`/`scan` arguments): component i is field i. */
   static forKeyFields(refs: readonly KeyColumnRef[]): KeySpec {
     const positional = refs.map((r, i) => ({ position: i + 1, name: null, type: r.type }));
-    return new KeySpec(positional, refs.map((r, i) => r.name ?? String(r.position ?? i + 1)), refs.length);
+    return new KeySpec(positional, refs.map((r, i) => r.name ?? String(r.position ?? i + 1)), refs.length, refs);
+  }
+
+  /** The `--key` spec text, parsed: a codec for keys in key order that can be bound to an input. Throws IngestError('USAGE'). */
+  static parse(text: string): KeySpec {
+    return KeySpec.forKeyFields(parseKeySpecText(text));
+  }
+
+  /** The library boundary: a caller's spec text is parsed here, once; a KeySpec passes through. */
+  static of(spec: KeySpec | string): KeySpec {
+    return typeof spec === 'string' ? KeySpec.parse(spec) : spec;
   }
 
   get isComposite(): boolean {
