@@ -32,6 +32,8 @@ export interface ConflictCheckedIngestOptions {
   ingest?: IngestOptions;
   /** Longest slice of scan or rewrite work before the event loop gets a turn (default 4 ms). */
   sliceMs?: number;
+  /** Called with the report under the latch, before the policy acts (e.g. to write it to a file). */
+  onReport?: (report: ConflictReport) => void;
 }
 
 export interface ConflictCheckedIngestResult {
@@ -39,6 +41,8 @@ export interface ConflictCheckedIngestResult {
   plan: IngestPlan;
   /** Null when the policy ingested nothing (abort with conflicts, or every row skipped). */
   ingestion: IngestionResult | null;
+  /** From the policy's decision to the commit (staging, flush, commit); 0 when nothing was ingested. */
+  ingestSeconds: number;
   latch: { span: UserKeyRange; waitMs: number; heldMs: number };
 }
 
@@ -48,6 +52,7 @@ export async function ingestWithConflictCheck(
   opts: ConflictCheckedIngestOptions,
 ): Promise<ConflictCheckedIngestResult> {
   const sliceMs = opts.sliceMs;
+  let decidedAtMs = 0;
   const checked = await engine.ingestExternalFilesChecked(
     sstPaths,
     async ({ snapshot }) => {
@@ -57,7 +62,9 @@ export async function ingestWithConflictCheck(
         collectConflictingKeys: opts.onConflict === 'skip',
         sliceMs,
       });
+      opts.onReport?.(report);
       const plan = await applyConflictPolicySliced(opts.onConflict, report, sstPaths, opts.rewrite, { sliceMs });
+      decidedAtMs = performance.now();
       return { ingest: plan.ingest ? plan.files : null, result: { report, plan } };
     },
     opts.ingest,
@@ -65,6 +72,7 @@ export async function ingestWithConflictCheck(
   return {
     ...checked.result,
     ingestion: checked.ingestion,
+    ingestSeconds: checked.ingestion === null ? 0 : (performance.now() - decidedAtMs) / 1000,
     latch: { span: checked.span, waitMs: checked.latchWaitMs, heldMs: checked.latchHeldMs },
   };
 }

@@ -17,8 +17,11 @@
  *               (conflict/checkSstConflicts.ts), report written when asked;
  *   4. policy   abort | overwrite | skip (conflict/policy.ts; skip rewrites the files holding a
  *               conflicting key, beside them in the private directory);
- *   5. ingest   Engine.ingestExternalFiles, with replaceRange when asked; or with dryRun,
+ *   5. ingest   the files the policy chose, with replaceRange when asked; or with dryRun,
  *               Engine.planIngestion, which links nothing.
+ * In import mode steps 3-5 are one checked ingestion (conflict/checkedIngest.ts): the engine
+ * latches the files' span, the scan reads at a snapshot taken under the latch, and the
+ * ingestion commits before the latch is released.
  * The private directory (or a check's temp directory) is removed at the end whatever happens
  * (cleanupSync also serves signal handlers); the engine's hard links keep the ingested files
  * alive under their table names. A SIGKILLed run cannot clean up: its name records its owner,
@@ -28,29 +31,20 @@
  * database (if this run created DIR, DIR is removed again); step 5 is one manifest edit. The key
  * spec is parsed once per run (or passed in parsed) and shows keys in the report and the errors.
  *
- * Why no write can come between the check and the ingestion: by default this module opens the
- * engine itself, and the engine's LOCK keeps every other opener, in this process or another, out
- * of DIR until close. Nothing here writes between step 3 and the ingestion's commit, and the
- * engine's own background work (flush, compaction) moves data between files without changing any
- * key's visible value. So the state the check read is the state the ingestion commits over;
- * before ingesting, the engine's last sequence number is asserted to still be the one the check's
- * snapshot read at.
+ * Concurrent writers (a caller's `engine`, for a process that holds DIR open and keeps serving):
+ * step 2's open and the final close are the caller's, and its writes go on during the run. The
+ * checked ingestion makes that safe under every policy: no write inside the files' span is
+ * acknowledged between the check's snapshot and the commit (such writes wait on the span latch,
+ * at most for the check plus the ingestion, and land after the commit, above the files), so
+ * abort aborts on every conflict there is, overwrite's report lists every live value it
+ * overwrites, and skip keeps every conflicting key's live value. Writes outside the span never
+ * wait. With its own engine (the CLI) the LOCK keeps every other writer out anyway.
  *
- * A caller's engine (`engine`, for a process that already holds DIR open and keeps serving
- * writes): step 2's open and the final close are the caller's, and the caller's writes may land
- * between the check and the ingestion. What that means depends on the policy:
- * - overwrite ingests every file whatever the check found, so the check is a report only and its
- *   snapshot need not still hold: the ingestion takes a sequence number above every write before
- *   its commit, so the import's values win over those writes, and writes after the commit win
- *   over the import (as with any two writes). The ingestion goes ahead;
- * - abort and skip act on what the check found (no conflict; or these keys keep their live
- *   values). A write landing after the check's snapshot and before the ingestion's commit can
- *   make a conflict the check never saw, which the ingestion then overwrites silently. Between
- *   the check and the ingestion's start nothing in this process can write (check and policy are
- *   synchronous); should the last sequence number have moved there anyway, the run fails with
- *   CONFLICT and ingests nothing. During the ingestion itself (it awaits memtable flushes) this
- *   module cannot tell: under abort and skip the caller must hold back writes to the import's
- *   key range until the run returns.
+ * Never stalling the caller: with a caller's engine the parse runs on worker threads (regular
+ * files; stdin is parsed in-process), the merge on a worker thread (mergeOffMainThread), and the
+ * scan and the skip rewrite a slice of at most about 4 ms at a time, so the caller's reads and
+ * writes keep being served through every phase. Left on the main thread: a fan-in merge of more
+ * runs than the memory budget can merge at once, and the engine's own sliced flushes.
  *
  * Replace range: with `replaceRange`, [start, end) is made to hold exactly the import's keys,
  * atomically (engine/ingest/replaceRange.ts). A missing bound defaults to the import's own span:
@@ -67,16 +61,17 @@ import * as path from 'path';
 import { Engine } from '../engine/engine';
 import { currentFileName } from '../engine/fileNames';
 import { ownScratchDirPrefix } from '../engine/scratchDirs';
-import { IngestOptions, IngestionPlan, IngestionResult, PlannedFile } from '../engine/ingest/ingestionJob';
+import { IngestOptions, IngestionPlan, PlannedFile } from '../engine/ingest/ingestionJob';
 import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../base/keyCompare';
 import { CsvImport, ImportOptions, ImportSummary } from './importer';
 import { KeySpec } from './rows/keySpec';
-import { checkSstConflicts } from '../conflict/checkSstConflicts';
-import { IngestPlan, OnConflict, applyConflictPolicy } from '../conflict/policy';
+import { CheckSstConflictsOptions, checkSstConflictsSliced } from '../conflict/checkSstConflicts';
+import { ingestWithConflictCheck } from '../conflict/checkedIngest';
+import { IngestPlan, OnConflict, applyConflictPolicySliced } from '../conflict/policy';
 import { ConflictReport, ConflictStrategy, writeConflictReport } from '../conflict/report';
 import { RowOriginIndex } from '../conflict/rowOrigins';
-import { IngestError, assert } from '../util/errors';
+import { IngestError } from '../util/errors';
 
 /** How far a run goes: the check alone, up to a plan of the ingestion, or the ingestion. */
 export type DbImportMode = 'check' | 'plan' | 'import';
@@ -114,7 +109,7 @@ export interface DbImportOptions {
   allowBlockingFlush?: boolean;
   /**
    * An engine the caller already has open at dbDir: used instead of opening one, and left open.
-   * The caller may keep writing to it; see the module comment for what each policy then does.
+   * The caller may keep reading and writing meanwhile (module comment: what is guaranteed).
    */
   engine?: Engine;
 }
@@ -162,7 +157,16 @@ export interface DbImportResult extends DbCheckedImport {
   };
   replaceRange: { startHex: string; endHex: string } | null;
   /** The ingestion done; null in a dry run, when aborted, or when there was nothing to ingest. */
-  ingest: { files: DbImportFile[]; memtableFlushes: number; writesStopped: boolean; lastSequence: number; seconds: number } | null;
+  ingest: {
+    files: DbImportFile[];
+    memtableFlushes: number;
+    writesStopped: boolean;
+    lastSequence: number;
+    /** The ingestion step alone (staging, flush, commit), after the check. */
+    seconds: number;
+    /** How long the files' span was latched (check + ingestion): writes inside it waited at most this. */
+    latchHeldSeconds: number;
+  } | null;
   /** The ingestion planned (dry run only; null when there is nothing to plan). */
   plan: { files: DbImportFile[]; memtableFlushNeeded: boolean; lastSequence: number } | null;
 }
@@ -269,7 +273,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
 
   /** The import's options; every mode writes row-origins files, so reported conflicts name their CSV line. */
   private importOptions(keySpec: KeySpec, outputDir: string): ImportOptions {
-    const base = { ...this.opts.import, key: keySpec, outputDir, writeRowOrigins: true };
+    const live = this.opts.engine !== undefined ? liveEngineImportOptions(this.opts.import) : {};
+    const base = { ...this.opts.import, ...live, key: keySpec, outputDir, writeRowOrigins: true };
     if (this.mode === 'check') return base;
     // Sorted runs default to the scratch directory too (not the system temp dir): after a kill,
     // the next Engine.open removes the whole scratch directory, runs included.
@@ -288,7 +293,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   }
 
   private async checkOnly(engine: Engine, summary: ImportSummary, keySpec: KeySpec): Promise<DbCheckResult> {
-    const report = this.check(engine, summary, keySpec, false);
+    const report = await this.withCheckOptions(summary, keySpec, (check) => checkSstConflictsSliced(engine, summary.outputFiles.map((f) => f.path), check));
+    this.writeReport(report);
     return { mode: 'check', db: this.opts.dbDir, import: summary, report, reportPath: this.opts.reportPath ?? null };
   }
 
@@ -297,12 +303,53 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const onConflict = o.onConflict ?? 'abort';
     const paths = summary.outputFiles.map((f) => f.path);
     const replaceRange = resolveReplaceRange(o.replaceRange, summary);
-    // From here to the ingestion's commit nothing else writes to the engine, unless it is the
-    // caller's (module comment).
-    const report = this.check(engine, summary, keySpec, onConflict === 'skip');
-    const decision: IngestPlan = applyConflictPolicy(onConflict, report, paths);
     const ingestOptions: IngestOptions = { verifyChecksums: o.verifyChecksums, allowBlockingFlush: o.allowBlockingFlush, replaceRange };
-    const result: DbImportResult = {
+    if (this.mode === 'plan') {
+      const report = await this.withCheckOptions(summary, keySpec, (check) =>
+        checkSstConflictsSliced(engine, paths, { ...check, collectConflictingKeys: onConflict === 'skip' }),
+      );
+      this.writeReport(report);
+      const decision = await applyConflictPolicySliced(onConflict, report, paths);
+      const result = this.resultOf(creating, summary, report, decision, replaceRange);
+      // Under abort with conflicts the real run ingests nothing; the plan still shows where the
+      // import's files would go once the conflicts are resolved.
+      const files = decision.ingest ? decision.files : paths;
+      if (files.length > 0 || replaceRange !== undefined) result.plan = planOf(await engine.planIngestion(files, ingestOptions));
+      return result;
+    }
+    if (paths.length === 0 && replaceRange === undefined) {
+      // Nothing to check or ingest: the empty report of an empty import.
+      const report = await this.withCheckOptions(summary, keySpec, (check) => checkSstConflictsSliced(engine, paths, check));
+      this.writeReport(report);
+      return this.resultOf(creating, summary, report, await applyConflictPolicySliced(onConflict, report, paths), replaceRange);
+    }
+    const checked = await this.withCheckOptions(summary, keySpec, (check) =>
+      ingestWithConflictCheck(engine, paths, { onConflict, check, ingest: ingestOptions, onReport: (r) => this.writeReport(r) }),
+    );
+    const result = this.resultOf(creating, summary, checked.report, checked.plan, replaceRange);
+    const ingested = checked.ingestion;
+    if (ingested !== null) {
+      result.ingest = {
+        files: ingested.files.map((f) => fileOf(f, f.fileNumber)),
+        memtableFlushes: ingested.memtableFlushes,
+        writesStopped: ingested.writesStopped,
+        lastSequence: ingested.lastSequence,
+        seconds: round3(checked.ingestSeconds),
+        latchHeldSeconds: round3(checked.latch.heldMs / 1000),
+      };
+    }
+    return result;
+  }
+
+  private resultOf(
+    creating: boolean,
+    summary: ImportSummary,
+    report: ConflictReport,
+    decision: IngestPlan,
+    replaceRange: ReplaceRange | undefined,
+  ): DbImportResult {
+    const o = this.opts;
+    return {
       mode: this.mode === 'plan' ? 'plan' : 'import',
       db: o.dbDir,
       createdDb: creating,
@@ -310,63 +357,58 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       import: summary,
       report,
       reportPath: o.reportPath ?? null,
-      policy: { onConflict, ingest: decision.ingest, rowsHeldBack: decision.rowsHeldBack, rewrittenFiles: decision.rewritten.length, emptiedFiles: decision.emptied.length },
+      policy: {
+        onConflict: decision.policy,
+        ingest: decision.ingest,
+        rowsHeldBack: decision.rowsHeldBack,
+        rewrittenFiles: decision.rewritten.length,
+        emptiedFiles: decision.emptied.length,
+      },
       replaceRange: replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
       ingest: null,
       plan: null,
     };
-    if (result.mode === 'plan') {
-      // Under abort with conflicts the real run ingests nothing; the plan still shows where the
-      // import's files would go once the conflicts are resolved.
-      const files = decision.ingest ? decision.files : paths;
-      if (files.length > 0 || replaceRange !== undefined) result.plan = planOf(await engine.planIngestion(files, ingestOptions));
-      return result;
-    }
-    if (!decision.ingest || (decision.files.length === 0 && replaceRange === undefined)) return result;
-    this.assertUnchangedSinceCheck(engine, report, onConflict);
-    const t0 = performance.now();
-    const ingested: IngestionResult = await engine.ingestExternalFiles(decision.files, ingestOptions);
-    result.ingest = {
-      files: ingested.files.map((f) => fileOf(f, f.fileNumber)),
-      memtableFlushes: ingested.memtableFlushes,
-      writesStopped: ingested.writesStopped,
-      lastSequence: ingested.lastSequence,
-      seconds: Math.round(performance.now() - t0) / 1000,
-    };
-    return result;
-  }
-
-  /** The ingestion must commit over the state the check read; only the caller's writes can have moved it. */
-  private assertUnchangedSinceCheck(engine: Engine, report: ConflictReport, onConflict: OnConflict): void {
-    if (engine.lastSequence === report.snapshotSequence) return;
-    const changed = `the database changed between the conflict check (sequence ${report.snapshotSequence}) and the ingestion (${engine.lastSequence})`;
-    assert(this.opts.engine !== undefined, changed);
-    // The caller's writes: only overwrite does not depend on the check's snapshot (module comment).
-    if (onConflict !== 'overwrite') throw new IngestError('CONFLICT', `${changed}: --on-conflict ${onConflict} needs no writes during the import; nothing was ingested`);
   }
 
   /**
-   * The conflict scan of the import's SSTs, the same in every mode: keys shown through the key
-   * spec, row sources from the origins files, the report written when asked.
+   * Runs `body` with the conflict scan's options, the same in every mode: keys shown through the
+   * key spec, row sources from the origins files (open for the call).
    */
-  private check(engine: Engine, summary: ImportSummary, keySpec: KeySpec, collectConflictingKeys: boolean): ConflictReport {
+  private async withCheckOptions<T>(
+    summary: ImportSummary,
+    keySpec: KeySpec,
+    body: (check: Omit<CheckSstConflictsOptions, 'snapshot' | 'collectConflictingKeys'>) => Promise<T>,
+  ): Promise<T> {
     const o = this.opts;
-    const paths = summary.outputFiles.map((f) => f.path);
-    const origins = RowOriginIndex.openIfPresent(paths);
+    const origins = RowOriginIndex.openIfPresent(summary.outputFiles.map((f) => f.path));
     try {
-      const report = checkSstConflicts(engine, paths, {
+      return await body({
         strategy: o.conflictStrategy,
         maxReported: o.maxReported,
         formatKey: (k) => keySpec.format(k),
         sourceOf: origins === null ? undefined : (k) => origins.sourceOf(k),
-        collectConflictingKeys,
       });
-      if (o.reportPath !== undefined) writeConflictReport(o.reportPath, report);
-      return report;
     } finally {
       origins?.close();
     }
   }
+
+  /** Writes the report when asked (under abort too, before the run fails). */
+  private writeReport(report: ConflictReport): void {
+    if (this.opts.reportPath !== undefined) writeConflictReport(this.opts.reportPath, report);
+  }
+}
+
+/**
+ * Import options for a run beside a caller's live engine: parse workers whatever the input's
+ * size (unless the caller chose the thread count) and the merge off the main thread.
+ */
+function liveEngineImportOptions(requested: DbImportOptions['import']): Partial<ImportOptions> {
+  return { parseThreads: requested.parseThreads ?? 2, mergeOffMainThread: requested.mergeOffMainThread ?? true };
+}
+
+function round3(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
 }
 
 /**

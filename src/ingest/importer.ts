@@ -74,6 +74,12 @@ export interface ImportOptions {
   parseThreads?: number;
   /** Merge worker threads (key ranges merged in parallel); 1 (the default) = merge on the main thread. */
   mergeThreads?: number;
+  /**
+   * Run a one-thread merge on a worker thread instead of the main thread (default false): for a
+   * process that keeps serving while it imports (importIntoDb with a caller's engine sets it), so
+   * the merge never holds its event loop. Same output; costs one worker start (~30 ms).
+   */
+  mergeOffMainThread?: boolean;
   sstOptions?: Partial<SstFileWriterOptions>;
   /** Byte-range size for parse workers (default: sized so one range fills about one sort buffer). For tests. */
   parseTaskBytes?: number;
@@ -294,13 +300,14 @@ export class CsvImport {
       const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length));
       runs = [merged, ...runs.slice(maxFanIn)];
     }
-    const ranges = mergeThreads > 1 ? planKeyRanges(runs, mergeThreads) : [];
+    const inWorkers = mergeThreads > 1 || o.mergeOffMainThread === true;
+    const ranges = inWorkers && runs.length > 0 ? planKeyRanges(runs, mergeThreads) : [];
     const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources) : null;
     const sstOptions = o.sstOptions ?? {};
     let merge: MergeResult;
     let written: WrittenFile[];
     try {
-      if (ranges.length > 1) {
+      if (ranges.length > 1 || (ranges.length === 1 && o.mergeOffMainThread === true)) {
         const readBufferBytes = s.budget.mergeReadBufferBytes(runs.length * ranges.length);
         const base = { policy: s.policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes: s.targetFileSizeBytes, sstOptions, rowOrigins };
         ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress));
