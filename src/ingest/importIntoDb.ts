@@ -303,7 +303,12 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const onConflict = o.onConflict ?? 'abort';
     const paths = summary.outputFiles.map((f) => f.path);
     const replaceRange = resolveReplaceRange(o.replaceRange, summary);
-    const ingestOptions: IngestOptions = { verifyChecksums: o.verifyChecksums, allowBlockingFlush: o.allowBlockingFlush, replaceRange };
+    const ingestOptions: IngestOptions = {
+      verifyChecksums: o.verifyChecksums,
+      allowBlockingFlush: o.allowBlockingFlush,
+      replaceRange,
+      verifyWorkerNiceness: o.engine !== undefined ? (o.import.workerNiceness ?? LIVE_WORKER_NICENESS) : 0,
+    };
     if (this.mode === 'plan') {
       const report = await this.withCheckOptions(summary, keySpec, (check) =>
         checkSstConflictsSliced(engine, paths, { ...check, collectConflictingKeys: onConflict === 'skip' }),
@@ -404,8 +409,15 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
  * size (unless the caller chose the thread count) and the merge off the main thread.
  */
 function liveEngineImportOptions(requested: DbImportOptions['import']): Partial<ImportOptions> {
-  return { parseThreads: requested.parseThreads ?? 2, mergeOffMainThread: requested.mergeOffMainThread ?? true };
+  return {
+    parseThreads: requested.parseThreads ?? 2,
+    mergeOffMainThread: requested.mergeOffMainThread ?? true,
+    workerNiceness: requested.workerNiceness ?? LIVE_WORKER_NICENESS,
+  };
 }
+
+/** How far a live import's worker threads step back from the caller's main thread (the lowest priority). */
+export const LIVE_WORKER_NICENESS = 19;
 
 function round3(seconds: number): number {
   return Math.round(seconds * 1000) / 1000;

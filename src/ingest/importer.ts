@@ -80,6 +80,12 @@ export interface ImportOptions {
    * the merge never holds its event loop. Same output; costs one worker start (~30 ms).
    */
   mergeOffMainThread?: boolean;
+  /**
+   * Lower the CPU priority of the import's worker threads (parse, merge and their compressors)
+   * by this much, 0..19 (default 0). A process that serves requests beside the import sets it so
+   * that its main thread wins the CPU whenever both want it (src/util/workerBootstrap.ts).
+   */
+  workerNiceness?: number;
   sstOptions?: Partial<SstFileWriterOptions>;
   /** Byte-range size for parse workers (default: sized so one range fills about one sort buffer). For tests. */
   parseTaskBytes?: number;
@@ -266,6 +272,7 @@ export class CsvImport {
       quoteByte: s.dialect.quote === '' ? -1 : s.dialect.quote.charCodeAt(0),
       maxBadRows: s.maxBadRows,
       runDir: this.workDir as string,
+      workerNiceness: o.workerNiceness ?? 0,
     };
     const explicitThreads = o.parseThreads !== undefined;
     const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
@@ -310,7 +317,7 @@ export class CsvImport {
       if (ranges.length > 1 || (ranges.length === 1 && o.mergeOffMainThread === true)) {
         const readBufferBytes = s.budget.mergeReadBufferBytes(runs.length * ranges.length);
         const base = { policy: s.policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes: s.targetFileSizeBytes, sstOptions, rowOrigins };
-        ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress));
+        ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress, o.workerNiceness ?? 0));
       } else {
         this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, sstOptions, rowOrigins);
         merge = mergeRunsIntoSsts(runs, s.policy, this.output, s.budget.mergeReadBufferBytes(runs.length), (n) =>

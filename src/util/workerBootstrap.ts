@@ -6,6 +6,13 @@
  * threads; so when the entry is a `.ts` file, the worker first installs a small require hook that
  * compiles each `.ts` module with @swc/core's transformSync (a devDependency, present wherever
  * the sources are run). Production never takes that path.
+ *
+ * Niceness: with `niceness` > 0 the worker lowers its own thread's CPU priority (Linux
+ * setpriority on the thread id from /proc/thread-self) before it loads its module, so a process
+ * serving requests on its main thread keeps the CPU whenever it wants it, and the worker takes
+ * the rest (RocksDB lowers its compaction threads' priority the same way). Threads the worker
+ * starts inherit the value. Where the kernel or platform says no, the worker runs at normal
+ * priority: it is a scheduling hint, never a failure.
  */
 import * as path from 'path';
 import { Worker } from 'worker_threads';
@@ -13,6 +20,14 @@ import { Worker } from 'worker_threads';
 const BOOTSTRAP = `
 const { workerData } = require('worker_threads');
 const entry = workerData.__entry;
+if (workerData.__niceness > 0) {
+  try {
+    const tid = Number(require('fs').readlinkSync('/proc/thread-self').split('/').pop());
+    require('os').setPriority(tid, workerData.__niceness);
+  } catch (e) {
+    // Not Linux, or not allowed: stay at normal priority.
+  }
+}
 if (entry.endsWith('.ts')) {
   const fs = require('fs');
   const swc = require(workerData.__swc);
@@ -29,14 +44,24 @@ if (entry.endsWith('.ts')) {
 require(entry);
 `;
 
+/** Linux's lowest priority. */
+export const MAX_NICENESS = 19;
+
+export interface WorkerStartOptions {
+  /** Lower the worker thread's CPU priority by this much (0 = normal; see the module comment). */
+  niceness?: number;
+}
+
 /**
  * Starts `moduleBaseName` (a file beside the caller's own module, without extension) in a worker.
  * `callerFile` is the caller's __filename: its extension says whether we run compiled.
  */
-export function startModuleWorker(callerFile: string, moduleBaseName: string, data: object): Worker {
+export function startModuleWorker(callerFile: string, moduleBaseName: string, data: object, opts: WorkerStartOptions = {}): Worker {
   const ext = path.extname(callerFile);
   const entry = path.join(path.dirname(callerFile), `${moduleBaseName}${ext}`);
-  const workerData: Record<string, unknown> = { ...data, __entry: entry };
+  const niceness = opts.niceness ?? 0;
+  if (!Number.isInteger(niceness) || niceness < 0 || niceness > MAX_NICENESS) throw new RangeError(`worker niceness must be an integer in 0..${MAX_NICENESS}, got ${niceness}`);
+  const workerData: Record<string, unknown> = { ...data, __entry: entry, __niceness: niceness };
   if (ext === '.ts') workerData.__swc = require.resolve('@swc/core');
   return new Worker(BOOTSTRAP, { eval: true, workerData });
 }

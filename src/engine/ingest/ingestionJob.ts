@@ -64,6 +64,8 @@ export interface IngestOptions {
   verifyChecksums?: boolean;
   /** Verify on a worker thread: true, false, or by total size when undefined (inspectFiles.ts). */
   verifyInWorker?: boolean;
+  /** CPU priority drop of that worker thread, 0..19 (default 0; src/util/workerBootstrap.ts). */
+  verifyWorkerNiceness?: number;
   /** Fail unless every file goes to the bottom level (default false). */
   requireBottommost?: boolean;
   /** Copy the files instead of hard-linking them (default false: link, copy if linking fails). */
@@ -145,7 +147,11 @@ export async function inspectAll(paths: readonly string[], opts: IngestOptions):
   if (!Array.isArray(paths) || paths.some((p) => typeof p !== 'string')) throw invalid('paths must be an array of file paths');
   if (paths.length === 0 && opts.replaceRange === undefined) throw invalid('no files to ingest');
   if (opts.replaceRange !== undefined) checkReplaceRange(opts.replaceRange);
-  const infos = await inspectExternalFiles(paths, { verifyChecksums: opts.verifyChecksums, verifyInWorker: opts.verifyInWorker });
+  const infos = await inspectExternalFiles(paths, {
+    verifyChecksums: opts.verifyChecksums,
+    verifyInWorker: opts.verifyInWorker,
+    workerNiceness: opts.verifyWorkerNiceness,
+  });
   infos.sort((a, b) => compareUserKeys(a.range.smallest, b.range.smallest));
   // Sorted by start, any two overlapping files imply an overlapping adjacent pair.
   for (let i = 1; i < infos.length; i++) {

@@ -31,6 +31,8 @@ export interface InspectFilesOptions {
   verifyChecksums?: boolean;
   /** true: always use the worker; false: never; undefined: by size (see above). */
   verifyInWorker?: boolean;
+  /** The worker thread's CPU priority drop (one worker per value, started on first use). */
+  workerNiceness?: number;
 }
 
 function totalSizeBytes(paths: readonly string[]): number {
@@ -49,7 +51,7 @@ export async function inspectExternalFiles(paths: readonly string[], opts: Inspe
   const verifyChecksums = opts.verifyChecksums ?? true;
   const inWorker = verifyChecksums && paths.length > 0 && (opts.verifyInWorker ?? totalSizeBytes(paths) >= VERIFY_IN_WORKER_MIN_BYTES);
   if (!inWorker) return paths.map((p) => inspectExternalFile(p, { verifyChecksums }));
-  const reply = await InspectionWorker.get().run({ paths: [...paths], verifyChecksums });
+  const reply = await InspectionWorker.get(opts.workerNiceness ?? 0).run({ paths: [...paths], verifyChecksums });
   if (!reply.ok) throw rebuildError(reply.error);
   return reply.files.map((f) => {
     const bounds = { smallest: asBuffer(f.smallest), largest: asBuffer(f.largest) };
@@ -71,15 +73,18 @@ interface PendingRequest {
   reject: (err: Error) => void;
 }
 
-/** The process's inspection worker: requests by id, answered in order. */
+/**
+ * The process's inspection workers, one per niceness in use (a thread can lower its priority but,
+ * unprivileged, not raise it again): requests by id, answered in order.
+ */
 class InspectionWorker {
-  private static instance: InspectionWorker | null = null;
+  private static readonly instances = new Map<number, InspectionWorker>();
   private readonly worker: Worker;
   private readonly pending = new Map<number, PendingRequest>();
   private nextId = 1;
 
-  private constructor() {
-    this.worker = startModuleWorker(__filename, 'inspectWorker', { inspectWorker: true });
+  private constructor(private readonly niceness: number) {
+    this.worker = startModuleWorker(__filename, 'inspectWorker', { inspectWorker: true }, { niceness });
     this.worker.unref();
     this.worker.on('message', (response: InspectResponse) => {
       const p = this.pending.get(response.id);
@@ -92,15 +97,19 @@ class InspectionWorker {
     this.worker.on('exit', (code) => this.fail(new Error(`file inspection worker exited with code ${code}`)));
   }
 
-  static get(): InspectionWorker {
-    if (InspectionWorker.instance === null) InspectionWorker.instance = new InspectionWorker();
-    return InspectionWorker.instance;
+  static get(niceness: number): InspectionWorker {
+    let w = InspectionWorker.instances.get(niceness);
+    if (w === undefined) {
+      w = new InspectionWorker(niceness);
+      InspectionWorker.instances.set(niceness, w);
+    }
+    return w;
   }
 
   static async shutdown(): Promise<void> {
-    const w = InspectionWorker.instance;
-    InspectionWorker.instance = null;
-    if (w !== null) await w.worker.terminate();
+    const all = [...InspectionWorker.instances.values()];
+    InspectionWorker.instances.clear();
+    await Promise.all(all.map((w) => w.worker.terminate()));
   }
 
   run(task: InspectTask): Promise<InspectReply> {
@@ -116,7 +125,7 @@ class InspectionWorker {
 
   /** The worker died: its requests fail, and the next use starts another. */
   private fail(err: Error): void {
-    if (InspectionWorker.instance === this) InspectionWorker.instance = null;
+    if (InspectionWorker.instances.get(this.niceness) === this) InspectionWorker.instances.delete(this.niceness);
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) p.reject(err);

@@ -155,9 +155,9 @@ class WorkerPool {
   private readonly all: Worker[] = [];
   private readonly waiting = new Map<Worker, { resolve: (r: ParseTaskResult) => void; reject: (e: Error) => void }>();
 
-  constructor(count: number, dataFor: (i: number) => ParseWorkerData) {
+  constructor(count: number, dataFor: (i: number) => ParseWorkerData, niceness: number) {
     for (let i = 0; i < count; i++) {
-      const w = startModuleWorker(__filename, 'parseWorker', dataFor(i));
+      const w = startModuleWorker(__filename, 'parseWorker', dataFor(i), { niceness });
       w.on('message', (reply: WorkerReply) => {
         const waiter = this.waiting.get(w);
         this.waiting.delete(w);
@@ -248,7 +248,7 @@ export async function parseInWorkers(
 
   const progressCells = new SharedArrayBuffer(threads * 2 * Float64Array.BYTES_PER_ELEMENT);
   const cells = new Float64Array(progressCells);
-  const pool = new WorkerPool(threads, (workerIndex) => ({ settings, bound, sortBufferBytes, workerIndex, progress: progressCells }));
+  const pool = new WorkerPool(threads, (workerIndex) => ({ settings, bound, sortBufferBytes, workerIndex, progress: progressCells }), settings.workerNiceness);
   const totalBytes = sizes.reduce((a, b) => a + b, 0);
   let finishedRows = 0;
   const timer = setInterval(() => {

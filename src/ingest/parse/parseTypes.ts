@@ -15,6 +15,8 @@ export interface ParseSettings {
   quoteByte: number;
   maxBadRows: number;
   runDir: string;
+  /** CPU priority drop of parse worker threads (ImportOptions.workerNiceness). */
+  workerNiceness: number;
 }
 
 /** Where rows came from: a source is a whole file or a byte range of one. */

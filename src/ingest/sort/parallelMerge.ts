@@ -92,6 +92,7 @@ export async function mergeInWorkers(
   base: Omit<MergeTask, 'runs' | 'startOffsets' | 'lowHex' | 'highHex' | 'partition' | 'progress'>,
   totalRows: number,
   progress: Progress,
+  niceness = 0,
 ): Promise<ParallelMergeOutcome> {
   const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
   const merged = new Float64Array(cells);
@@ -103,7 +104,7 @@ export async function mergeInWorkers(
       (range, partition) =>
         new Promise<{ result: MergeResult; files: WrittenFile[] }>((resolve, reject) => {
           const task: MergeTask = { ...base, runs, ...range, partition, progress: cells };
-          const w = startModuleWorker(__filename, 'mergeWorker', task);
+          const w = startModuleWorker(__filename, 'mergeWorker', task, { niceness });
           w.once('message', (reply: MergeReply) => {
             if (reply.type === 'done') resolve({ result: reply.result, files: reply.files });
             else reject(reply.code !== null ? new IngestError(reply.code as IngestError['code'], reply.message) : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`));

@@ -1,0 +1,63 @@
+/**
+ * sst-ingest's public library API: everything an application needs to keep a RocksDB-compatible
+ * database open, serve reads and writes from it, and land bulk imports into it while it serves.
+ * Anything not exported here is internal and may change between versions.
+ *
+ * - The engine: Engine.open(dir, options) with get / put / delete / deleteRange / write(batch),
+ *   bounded iterators (newIterator({ lowerBound, upperBound, snapshot })), snapshots, flush,
+ *   compactRange, stats and close. Writes resolve to their sequence number.
+ * - Imports into a database: importIntoDb (CSV files, every option of `ingest import --db`, the
+ *   same summary, report and policy objects the CLI prints), safe beside concurrent writers of
+ *   the same engine (pass it as `engine`); DbImport for the check-only and plan modes.
+ * - Imports to SST files only: runImport (`ingest import --output-dir`).
+ * - The conflict check: checkSstConflicts / checkSstConflictsSliced, and ingestWithConflictCheck
+ *   (check, policy and ingestion as one latched step on an open engine).
+ * - The table format: SstFileWriter and TableReader (RocksDB 7.8 BlockBasedTable, both ways).
+ * - Errors: IngestError with a stable `code`, CorruptionError, and exitCodeFor (the CLI's mapping).
+ *
+ * Layering: this file is an entry point, like cli/: it only re-exports from the layers below.
+ */
+export { Engine, Snapshot, DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './engine/engine';
+export type { EngineOptions, EngineStats, EngineTableOptions, IteratorOptions, ReadOptions, WriteOptions, RecoveryReport } from './engine/engine';
+export { DbIterator } from './engine/dbIterator';
+export type { DbSeekOptions } from './engine/dbIterator';
+export { WriteBatch } from './engine/writeBatch';
+export type { IngestOptions, IngestionPlan, IngestionResult, IngestedFile, PlannedFile } from './engine/ingest/ingestionJob';
+export type { CheckedIngestion, IngestionCheck, IngestionCheckContext, IngestionCheckDecision } from './engine/ingest/checkedIngestion';
+export type { ReplaceRange } from './engine/ingest/replaceRange';
+export type { UserKeyRange } from './engine/runningCompactions';
+
+export { importIntoDb, DbImport, conflictFailure } from './ingest/importIntoDb';
+export type {
+  DbImportOptions,
+  DbImportResult,
+  DbCheckResult,
+  DbImportMode,
+  DbImportFile,
+  DbRunResult,
+  ReplaceRangeRequest,
+} from './ingest/importIntoDb';
+export { runImport, CsvImport } from './ingest/importer';
+export type { ImportOptions, ImportSummary, ParserChoice } from './ingest/importer';
+export { KeySpec } from './ingest/rows/keySpec';
+export type { KeyColumnType } from './ingest/rows/keySpec';
+export { DEFAULT_MEMORY_LIMIT_BYTES } from './ingest/memoryBudget';
+
+export { checkSstConflicts, checkSstConflictsSliced } from './conflict/checkSstConflicts';
+export type { CheckSstConflictsOptions } from './conflict/checkSstConflicts';
+export { ingestWithConflictCheck } from './conflict/checkedIngest';
+export type { ConflictCheckedIngestOptions, ConflictCheckedIngestResult } from './conflict/checkedIngest';
+export { applyConflictPolicy, ON_CONFLICT_CHOICES } from './conflict/policy';
+export type { IngestPlan, OnConflict } from './conflict/policy';
+export { conflictReportJson, writeConflictReport, CONFLICT_REPORT_FORMAT, CONFLICT_REPORT_VERSION } from './conflict/report';
+export type { ConflictReport, ConflictStrategy, ConflictSummary, ReportedConflict, RowSource, ShownValue } from './conflict/report';
+
+export { SstFileWriter } from './sstwriter/sstFileWriter';
+export type { SstFileWriterOptions, SstFileMetadata } from './sstwriter/sstFileWriter';
+export { TableReader } from './sstable/reader/tableReader';
+export type { TableReaderOptions, TableEntry, RangeTombstone } from './sstable/reader/tableReader';
+export { CompressionType } from './sstable/compression';
+export { ChecksumType } from './sstable/checksum';
+
+export { IngestError, CorruptionError, exitCodeFor } from './util/errors';
+export type { ErrorCode } from './util/errors';
