@@ -73,7 +73,13 @@ interface Args {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { num: 1_000_000, profiles: [PROFILES.default, PROFILES.small], compactionPri: 'min-overlapping-ratio', json: false, keepDir: null };
+  const args: Args = {
+    num: 1_000_000,
+    profiles: [PROFILES.default, PROFILES.small],
+    compactionPri: 'min-overlapping-ratio',
+    json: false,
+    keepDir: null,
+  };
   const r = new ArgReader(argv);
   for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
@@ -218,7 +224,11 @@ async function runOurs(profile: Profile, num: number, compactionPri: CompactionP
     fillSeconds,
     fullCompactionSeconds,
     liveKeys,
-    writeControl: { delayedWrites: afterFill.delayedWrites, writeDelayMs: afterFill.writeDelayMs, level0WriteStalls: afterFill.level0WriteStalls },
+    writeControl: {
+      delayedWrites: afterFill.delayedWrites,
+      writeDelayMs: afterFill.writeDelayMs,
+      level0WriteStalls: afterFill.level0WriteStalls,
+    },
   };
 }
 
@@ -317,7 +327,11 @@ async function main(): Promise<void> {
       for (const d of [ourDir, peerDir]) fs.rmSync(d, { recursive: true, force: true });
       const ours = await runOurs(profile, args.num, args.compactionPri, ourDir);
       const theirs = peer ? runDbBench(profile, args.num, peerDir) : null;
-      report.push({ profile: profile.name, ours: { ...ours, ...figures(ours) }, dbBench: theirs === null ? null : { ...theirs, ...figures(theirs) } });
+      report.push({
+        profile: profile.name,
+        ours: { ...ours, ...figures(ours) },
+        dbBench: theirs === null ? null : { ...theirs, ...figures(theirs) },
+      });
     }
   } finally {
     if (args.keepDir === null) fs.rmSync(root, { recursive: true, force: true });
@@ -348,10 +362,14 @@ async function main(): Promise<void> {
     ];
     const width = Math.max(...rows.map(([name]) => name.length));
     console.log(`${''.padEnd(width)}  ${'ours'.padStart(14)}  ${'db_bench'.padStart(14)}`);
-    for (const [name, f] of rows) console.log(`${name.padEnd(width)}  ${f(ours).padStart(14)}  ${(theirs === null ? 'n/a' : f(theirs)).padStart(14)}`);
+    for (const [name, f] of rows)
+      console.log(`${name.padEnd(width)}  ${f(ours).padStart(14)}  ${(theirs === null ? 'n/a' : f(theirs)).padStart(14)}`);
     if (ours.liveKeys !== null) console.log(`(ours: ${ours.liveKeys} live keys after the full compaction, checked against the workload)`);
     const wc = ours.writeControl;
-    if (wc !== null) console.log(`(ours during the fill: ${wc.delayedWrites} writes paced by the L0 slowdown for ${wc.writeDelayMs.toFixed(0)} ms, ${wc.level0WriteStalls} stopped at the L0 stop trigger)`);
+    if (wc !== null)
+      console.log(
+        `(ours during the fill: ${wc.delayedWrites} writes paced by the L0 slowdown for ${wc.writeDelayMs.toFixed(0)} ms, ${wc.level0WriteStalls} stopped at the L0 stop trigger)`,
+      );
   }
   if (!peer) console.log('\ndb_bench is not on PATH (package rocksdb-tools): RocksDB figures not measured.');
 }

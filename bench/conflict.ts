@@ -115,7 +115,9 @@ function parseArgs(argv: readonly string[]): Args {
         a.keepDir = r.value();
         break;
       default:
-        throw new Error(`unknown argument ${flag} (expected --grid-only, --peer-only, --runs N, --peer-keys N, --layout L, --json, --keep DIR)`);
+        throw new Error(
+          `unknown argument ${flag} (expected --grid-only, --peer-only, --runs N, --peer-keys N, --layout L, --json, --keep DIR)`,
+        );
     }
   }
   return a;
@@ -186,7 +188,12 @@ async function flushToBottom(engine: Engine): Promise<void> {
  * newest first, like CockroachDB's flushed-and-compacted Pebble. Layout 'flushed' stops at a
  * flush instead: L0 files, each holding the rounds one memtable took. Snapshots are released after.
  */
-async function buildGridEngine(dir: string, keys: number, versions: number, layout: GridLayout): Promise<{ engine: Engine; seconds: number; filesPerLevel: number[] }> {
+async function buildGridEngine(
+  dir: string,
+  keys: number,
+  versions: number,
+  layout: GridLayout,
+): Promise<{ engine: Engine; seconds: number; filesPerLevel: number[] }> {
   const t0 = performance.now();
   const engine = await openEngine(dir);
   const value = Buffer.alloc(VALUE_BYTES, 'a');
@@ -316,7 +323,14 @@ function measureCold(engine: Engine, paths: string[], opts: CheckSstConflictsOpt
     if (cpu.length >= Math.max(MIN_RUNS, runs)) break;
     summary = run();
   }
-  return { seconds: median(cpu), wallSeconds: median(wall), keyComparisons: summary.keyComparisons, blocksEntered: null, roundSeconds: cpu, summary };
+  return {
+    seconds: median(cpu),
+    wallSeconds: median(wall),
+    keyComparisons: summary.keyComparisons,
+    blocksEntered: null,
+    roundSeconds: cpu,
+    summary,
+  };
 }
 
 const STRATEGIES: Array<{ name: string; opts: CheckSstConflictsOptions }> = [
@@ -344,7 +358,11 @@ function blocksPerKey(blocks: number | null, sstKeys: number): string {
   return blocks === null ? '-' : (blocks / sstKeys).toFixed(2);
 }
 
-async function runGrid(dir: string, args: Args, log: (s: string) => void): Promise<{ cells: GridCell[]; builds: Array<{ engineKeys: number; versions: number; seconds: number; filesPerLevel: number[] }> }> {
+async function runGrid(
+  dir: string,
+  args: Args,
+  log: (s: string) => void,
+): Promise<{ cells: GridCell[]; builds: Array<{ engineKeys: number; versions: number; seconds: number; filesPerLevel: number[] }> }> {
   const cells: GridCell[] = [];
   const builds: Array<{ engineKeys: number; versions: number; seconds: number; filesPerLevel: number[] }> = [];
   log(
@@ -380,7 +398,8 @@ async function runGrid(dir: string, args: Args, log: (s: string) => void): Promi
                 };
                 const a = measured[0].summary;
                 const b = measured[i].summary;
-                if (a.new !== b.new || a.unchanged !== b.unchanged || a.conflicts !== b.conflicts) throw new Error(`strategies disagree in cell ${engineKeys}/${versions}/${sstKeys}/${overlap}`);
+                if (a.new !== b.new || a.unchanged !== b.unchanged || a.conflicts !== b.conflicts)
+                  throw new Error(`strategies disagree in cell ${engineKeys}/${versions}/${sstKeys}/${overlap}`);
               });
             } finally {
               run.close();
@@ -400,7 +419,9 @@ async function runGrid(dir: string, args: Args, log: (s: string) => void): Promi
             cells.push(cell);
             log(
               `${String(engineKeys).padStart(7)} ${String(versions).padStart(4)} ${String(sstKeys).padStart(6)} ${String(overlap).padStart(7)} | ` +
-                STRATEGIES.map((s) => `${results[s.name].ms.toFixed(3).padStart(10)} ms ${String(results[s.name].keyComparisons).padStart(9)}`).join(' | ') +
+                STRATEGIES.map(
+                  (s) => `${results[s.name].ms.toFixed(3).padStart(10)} ms ${String(results[s.name].keyComparisons).padStart(9)}`,
+                ).join(' | ') +
                 ` | ${cell.plainOverTrySeek.toFixed(2).padStart(6)}x ${`${roundRange[0].toFixed(2)}-${roundRange[1].toFixed(2)}`.padStart(9)} ${cell.getOverTrySeek.toFixed(2).padStart(8)}x  ${autoChose.padEnd(4)} | ` +
                 `${blocksPerKey(results['seek+next'].blocksEntered, sstKeys).padStart(6)} ${blocksPerKey(results.seek.blocksEntered, sstKeys).padStart(6)}`,
             );
@@ -493,10 +514,20 @@ async function runPeerComparison(dir: string, args: Args, log: (s: string) => vo
   const peer = findPeer();
   let rocksdb: PeerComparison['rocksdb'] = null;
   if ('binary' in peer) {
-    const r = spawnSync(peer.binary, [engineData, newSst, path.join(dir, 'rocksdb-db'), String(args.runs + 1)], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    const r = spawnSync(peer.binary, [engineData, newSst, path.join(dir, 'rocksdb-db'), String(args.runs + 1)], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 20,
+    });
     if (r.error !== undefined) throw r.error;
     if (r.status !== 0) throw new Error(`conflict_peer exited with ${r.status}: ${r.stderr}`);
-    const out = JSON.parse(r.stdout) as { keys: number; new: number; unchanged: number; conflicts: number; runSeconds: number[]; runCpuSeconds: number[] };
+    const out = JSON.parse(r.stdout) as {
+      keys: number;
+      new: number;
+      unchanged: number;
+      conflicts: number;
+      runSeconds: number[];
+      runCpuSeconds: number[];
+    };
     if (out.keys !== n || out.new !== counts.new || out.unchanged !== counts.unchanged || out.conflicts !== counts.conflicts) {
       throw new Error(`RocksDB classified differently: ${JSON.stringify(out)} vs ours ${JSON.stringify(counts)}`);
     }
@@ -516,13 +547,21 @@ async function runPeerComparison(dir: string, args: Args, log: (s: string) => vo
     targetMet: ratio === null ? null : ratio >= 0.5,
     buildSeconds,
   };
-  log(`\n${n} SST keys vs a ${n}-key engine (half exist: ${counts.unchanged} unchanged, ${counts.conflicts} conflicting, ${counts.new} new); engine built in ${buildSeconds.toFixed(1)} s`);
+  log(
+    `\n${n} SST keys vs a ${n}-key engine (half exist: ${counts.unchanged} unchanged, ${counts.conflicts} conflicting, ${counts.new} new); engine built in ${buildSeconds.toFixed(1)} s`,
+  );
   for (const [name, f] of Object.entries(ours)) {
-    log(`ours ${name.padEnd(10)} ${f.seconds.toFixed(3).padStart(8)} s cpu (${f.wallSeconds.toFixed(3)} s wall) ${(f.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s  ${f.keyComparisons} key comparisons`);
+    log(
+      `ours ${name.padEnd(10)} ${f.seconds.toFixed(3).padStart(8)} s cpu (${f.wallSeconds.toFixed(3)} s wall) ${(f.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s  ${f.keyComparisons} key comparisons`,
+    );
   }
   if (rocksdb !== null) {
-    log(`rocksdb seek/key  ${rocksdb.seconds.toFixed(3).padStart(8)} s cpu (${rocksdb.wallSeconds.toFixed(3)} s wall) ${(rocksdb.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s`);
-    log(`ratio ours (seek+next) / rocksdb: ${(ratio as number).toFixed(2)}x (target >= 0.5x: ${result.targetMet === true ? 'met' : 'NOT met'})`);
+    log(
+      `rocksdb seek/key  ${rocksdb.seconds.toFixed(3).padStart(8)} s cpu (${rocksdb.wallSeconds.toFixed(3)} s wall) ${(rocksdb.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s`,
+    );
+    log(
+      `ratio ours (seek+next) / rocksdb: ${(ratio as number).toFixed(2)}x (target >= 0.5x: ${result.targetMet === true ? 'met' : 'NOT met'})`,
+    );
   } else {
     log(result.rocksdbUnavailable as string);
   }
@@ -536,7 +575,9 @@ async function main(): Promise<void> {
   const log = (s: string): void => {
     if (!args.json) console.log(s);
   };
-  log(`conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; grid layout ${args.layout}; times are CPU time of the scan step alone (wall time is inflated on a busy machine), median after a warm-up`);
+  log(
+    `conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; grid layout ${args.layout}; times are CPU time of the scan step alone (wall time is inflated on a busy machine), median after a warm-up`,
+  );
   try {
     const grid = args.grid ? await runGrid(dir, args, log) : null;
     if (grid !== null) {
@@ -547,7 +588,9 @@ async function main(): Promise<void> {
       // The overlap=false cells run one bounded seek in both strategies (the empty-span fast path):
       // a ratio below 1 there is slower only if the per-round ratios all stay below 1.
       const slowerOthers = others.filter((c) => c.plainOverTrySeekRoundRange[1] < 1);
-      log(`seek+next vs plain seek: overlap=true cells ${overlapCells.map((c) => c.plainOverTrySeek.toFixed(2)).join(' ')} (min ${min4x.toFixed(2)}x, target >= 4x)`);
+      log(
+        `seek+next vs plain seek: overlap=true cells ${overlapCells.map((c) => c.plainOverTrySeek.toFixed(2)).join(' ')} (min ${min4x.toFixed(2)}x, target >= 4x)`,
+      );
       log(
         `overlap=false cells: medians ${minOthers.toFixed(2)}-${Math.max(...others.map((c) => c.plainOverTrySeek)).toFixed(2)}x; ` +
           `${slowerOthers.length === 0 ? 'no cell slower in every round' : `${slowerOthers.length} cell(s) slower in every round`} (target: never slower)`,

@@ -62,7 +62,8 @@ async function main(): Promise<void> {
       rounds: args.rounds,
       seed: args.seed,
       onRound: (round, s) => {
-        if ((round + 1) % 50 === 0) console.log(`  ${round + 1} rounds: ${s.batchesAcknowledged} batches acknowledged, ${s.batchesPresent} present and whole`);
+        if ((round + 1) % 50 === 0)
+          console.log(`  ${round + 1} rounds: ${s.batchesAcknowledged} batches acknowledged, ${s.batchesPresent} present and whole`);
       },
     });
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;

@@ -345,7 +345,12 @@ function runDbBench(binary: string, dir: string, num: number): DbBenchResult | {
     const ops = m[5] !== undefined ? Number(m[5]) : num;
     const seconds = m[4] !== undefined ? Number(m[4]) : (microsPerOp * ops) / 1e6;
     const foundMatch = /\((\d+) of (\d+) found\)/.exec(m[6]);
-    figures[m[1] as BenchmarkName] = { ops, seconds, opsPerSecond: Number(m[3]), found: foundMatch === null ? undefined : Number(foundMatch[1]) };
+    figures[m[1] as BenchmarkName] = {
+      ops,
+      seconds,
+      opsPerSecond: Number(m[3]),
+      found: foundMatch === null ? undefined : Number(foundMatch[1]),
+    };
   }
   // The banner's version line goes to stderr, its warnings to stdout.
   const banner = `${r.stderr}\n${r.stdout}`;
@@ -382,7 +387,8 @@ async function main(): Promise<void> {
       valueBytes: VALUE_BYTES,
       compressionRatio: COMPRESSION_RATIO,
       seekNexts: SEEK_NEXTS,
-      options: 'write buffer 64 MiB, 1 immutable memtable, 8 MiB block cache, format_version 5, XXH3, LZ4, 4 KiB blocks, Bloom 10 bits/key; flush after fill; no compaction',
+      options:
+        'write buffer 64 MiB, 1 immutable memtable, 8 MiB block cache, format_version 5, XXH3, LZ4, 4 KiB blocks, Bloom 10 bits/key; flush after fill; no compaction',
     },
     node: process.version,
     dbBenchVersion: 'figures' in rocks ? rocks.version : null,
@@ -400,8 +406,12 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(report, null, 2));
   } else {
     const n = (x: number): string => Math.round(x).toLocaleString('en-US');
-    console.log(`engine vs db_bench ${report.dbBenchVersion ?? '(unavailable)'}: ${args.num} ops, ${KEY_BYTES}-byte keys, ${VALUE_BYTES}-byte values; ${report.workload.options}; node ${process.version}`);
-    console.log(`${'benchmark'.padEnd(12)}${'ours ops/s'.padStart(14)}${'db_bench ops/s'.padStart(16)}${'ratio'.padStart(8)}  target >= ${TARGET_RATIO}x   found (ours / db_bench)`);
+    console.log(
+      `engine vs db_bench ${report.dbBenchVersion ?? '(unavailable)'}: ${args.num} ops, ${KEY_BYTES}-byte keys, ${VALUE_BYTES}-byte values; ${report.workload.options}; node ${process.version}`,
+    );
+    console.log(
+      `${'benchmark'.padEnd(12)}${'ours ops/s'.padStart(14)}${'db_bench ops/s'.padStart(16)}${'ratio'.padStart(8)}  target >= ${TARGET_RATIO}x   found (ours / db_bench)`,
+    );
     for (const r of rows) {
       const found = r.ours.found === undefined ? '' : `${r.ours.found} / ${r.dbBench?.found ?? '-'}`;
       console.log(
@@ -412,8 +422,11 @@ async function main(): Promise<void> {
     console.log(`ours: native block codec ${nativeBlockCodecStatus} (SST_INGEST_NATIVE=0 runs the JavaScript codecs instead)`);
     for (const c of ours.checks) console.log(`check: ${c}`);
     if (report.dbBenchUnavailable !== null) console.log(report.dbBenchUnavailable);
-    if (report.dbBenchAssertionsEnabled === true) console.log('note: this db_bench is built with assertions enabled (its banner says so); a release build would be faster');
-    console.log(`load average ${loadBefore.toFixed(2)} -> ${loadAfter.toFixed(2)} on ${os.cpus().length} CPUs (other processes skew ratios)`);
+    if (report.dbBenchAssertionsEnabled === true)
+      console.log('note: this db_bench is built with assertions enabled (its banner says so); a release build would be faster');
+    console.log(
+      `load average ${loadBefore.toFixed(2)} -> ${loadAfter.toFixed(2)} on ${os.cpus().length} CPUs (other processes skew ratios)`,
+    );
   }
   if (args.keepDir === null) fs.rmSync(root, { recursive: true, force: true });
 }

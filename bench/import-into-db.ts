@@ -61,8 +61,14 @@ export interface IntoDbArgs {
 }
 
 /** A trade row's value as the import stores it (raw: the line after t_id), about 100 bytes. */
-const WRITER_VALUE = Buffer.from('2005-06-01 10:00:00.000|CMPT|TMB|1|ZXQ|400|25.00|43000000001|Betty Chen|25.10|1.00|2.00|3.00|0', 'latin1');
-const RECENT_PUT_VALUE = Buffer.from('2005-06-01 09:00:00.000|CMPT|TLB|1|ZXQ|300|24.00|43000000002|Ivan Ito|24.10|1.00|2.00|3.00|1', 'latin1');
+const WRITER_VALUE = Buffer.from(
+  '2005-06-01 10:00:00.000|CMPT|TMB|1|ZXQ|400|25.00|43000000001|Betty Chen|25.10|1.00|2.00|3.00|0',
+  'latin1',
+);
+const RECENT_PUT_VALUE = Buffer.from(
+  '2005-06-01 09:00:00.000|CMPT|TLB|1|ZXQ|300|24.00|43000000002|Ivan Ito|24.10|1.00|2.00|3.00|1',
+  'latin1',
+);
 const TWO_POW_32 = 2 ** 32;
 
 /** The `t_id:int64` key of a (non-negative) trade id: big-endian with the sign bit flipped. */
@@ -129,7 +135,12 @@ function runSummary(r: DbImportResult, wallSeconds: number) {
       scanSeconds: +r.report.summary.scanSeconds.toFixed(3),
       ingestSeconds,
     },
-    conflicts: { new: r.report.summary.new, unchanged: r.report.summary.unchanged, conflicts: r.report.summary.conflicts, strategy: r.report.summary.strategy },
+    conflicts: {
+      new: r.report.summary.new,
+      unchanged: r.report.summary.unchanged,
+      conflicts: r.report.summary.conflicts,
+      strategy: r.report.summary.strategy,
+    },
     files: landed(r),
     memtableFlushes: r.ingest?.memtableFlushes ?? 0,
     writesStopped: r.ingest?.writesStopped ?? false,
@@ -144,7 +155,8 @@ function spotCheck(e: Engine, a: IntoDbArgs): void {
   const fresh = a.importFirstId + a.importRows - 1;
   for (const id of [restated, fresh]) {
     const v = e.get(tradeKey(id));
-    if (v === null || v.equals(RECENT_PUT_VALUE) || v.equals(WRITER_VALUE)) throw new Error(`t_id ${id} does not read back as imported after the run`);
+    if (v === null || v.equals(RECENT_PUT_VALUE) || v.equals(WRITER_VALUE))
+      throw new Error(`t_id ${id} does not read back as imported after the run`);
   }
 }
 
@@ -184,7 +196,12 @@ export async function runIntoDb(a: IntoDbArgs): Promise<IntoDbReport> {
   await importIntoDb({ dbDir: baseDir, import: { ...a.importOptions, inputs: [a.existingCsv] }, onConflict: 'abort' });
   const baseLoadSeconds = (performance.now() - t0) / 1000;
   const runDir = path.join(a.workDir, 'run');
-  const options = (engine: Engine): DbImportOptions => ({ dbDir: runDir, engine, import: { ...a.importOptions, inputs: [a.importCsv] }, onConflict: a.onConflict });
+  const options = (engine: Engine): DbImportOptions => ({
+    dbDir: runDir,
+    engine,
+    import: { ...a.importOptions, inputs: [a.importCsv] },
+    onConflict: a.onConflict,
+  });
 
   let e = await openRunCopy(baseDir, runDir, a);
   let quiet: ReturnType<typeof runSummary>;
@@ -205,7 +222,10 @@ export async function runIntoDb(a: IntoDbArgs): Promise<IntoDbReport> {
       const overlapRows = FIRST_TRADE_ID + a.existingRows - a.importFirstId;
       const insideIds = Math.max(1, overlapRows > 0 ? overlapRows : a.importRows);
       const outsideIds = Math.max(1, a.importFirstId - FIRST_TRADE_ID);
-      const keyOf = a.writerKeys === 'inside' ? (n: number) => tradeKey(a.importFirstId + (n % insideIds)) : (n: number) => tradeKey(FIRST_TRADE_ID + (n % outsideIds));
+      const keyOf =
+        a.writerKeys === 'inside'
+          ? (n: number) => tradeKey(a.importFirstId + (n % insideIds))
+          : (n: number) => tradeKey(FIRST_TRADE_ID + (n % outsideIds));
       const w = startBusyWriter(e, { keyOf, value: WRITER_VALUE });
       writer = w;
       await new Promise((r) => setTimeout(r, a.busySeconds * 1000));
@@ -234,7 +254,13 @@ export async function runIntoDb(a: IntoDbArgs): Promise<IntoDbReport> {
         compactionsAfter: e.stats().compaction.count - compactionsAtEnd,
         phases: phaseWindows(r, start, end).map((p) => {
           const rate = w.rateIn(p.fromSeconds, p.toSeconds);
-          return { phase: p.phase, seconds: +(p.toSeconds - p.fromSeconds).toFixed(3), writesPerSecond: Math.round(rate), dipPercent: dip(rate), longestGapMs: Math.round(w.longestGapMsIn(p.fromSeconds, p.toSeconds)) };
+          return {
+            phase: p.phase,
+            seconds: +(p.toSeconds - p.fromSeconds).toFixed(3),
+            writesPerSecond: Math.round(rate),
+            dipPercent: dip(rate),
+            longestGapMs: Math.round(w.longestGapMsIn(p.fromSeconds, p.toSeconds)),
+          };
         }),
         writesPerSecondDuringImport: Math.round(during),
         dipPercentDuringImport: dip(during),
@@ -300,7 +326,10 @@ export function formatIntoDb(r: IntoDbReport): string[] {
           ` ${b.longestGapMsDuringImport <= b.latchHeldMs + b.longestGapMsBefore ? 'met' : 'NOT met'} (idle baseline's own longest stall ${b.longestGapMsBefore} ms)`,
       );
     }
-    for (const p of b.phases) out.push(`    ${p.phase.padEnd(13)} ${p.seconds.toFixed(3).padStart(7)} s  ${k(p.writesPerSecond).padStart(7)} writes/s  dip ${String(p.dipPercent).padStart(6)}%  longest stall ${p.longestGapMs} ms`);
+    for (const p of b.phases)
+      out.push(
+        `    ${p.phase.padEnd(13)} ${p.seconds.toFixed(3).padStart(7)} s  ${k(p.writesPerSecond).padStart(7)} writes/s  dip ${String(p.dipPercent).padStart(6)}%  longest stall ${p.longestGapMs} ms`,
+      );
   }
   return out;
 }

@@ -116,8 +116,7 @@ function parseArgs(argv: string[]): Args {
     } else if (k === '--busy-seconds') {
       a.busySeconds = Number(v());
       if (!(a.busySeconds > 0)) throw new Error('--busy-seconds needs a positive number');
-    }
-    else throw new Error(`unknown argument ${k}`);
+    } else throw new Error(`unknown argument ${k}`);
   }
   return a;
 }
@@ -190,11 +189,16 @@ function runPeer(csv: string, work: string, compression: string): PeerResult | s
   const binary = path.join(root, 'bench', 'peer', 'build', 'import_peer');
   if (!fs.existsSync(binary)) {
     const b = spawnSync('bash', [path.join(root, 'bench', 'peer', 'build.sh')], { encoding: 'utf8' });
-    if (b.status !== 0 || !fs.existsSync(binary)) return `C++ peer unavailable (needs g++ and librocksdb-dev): ${(b.stderr ?? '').trim().split('\n').slice(-2).join(' | ')}`;
+    if (b.status !== 0 || !fs.existsSync(binary))
+      return `C++ peer unavailable (needs g++ and librocksdb-dev): ${(b.stderr ?? '').trim().split('\n').slice(-2).join(' | ')}`;
   }
   const sstDir = path.join(work, 'peer-sst');
   fs.mkdirSync(sstDir, { recursive: true });
-  const r = spawnSync(binary, ['--input', csv, '--db', path.join(work, 'peer-db'), '--sst-dir', sstDir, '--delimiter', '|', '--header', '--compression', compression], { encoding: 'utf8' });
+  const r = spawnSync(
+    binary,
+    ['--input', csv, '--db', path.join(work, 'peer-db'), '--sst-dir', sstDir, '--delimiter', '|', '--header', '--compression', compression],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) return `C++ peer failed: ${r.stderr}`;
   return JSON.parse(r.stdout) as PeerResult;
 }
@@ -266,7 +270,8 @@ async function runClassicLevel(csv: string, work: string, maxRows: number): Prom
           if (rows >= maxRows) break reading;
           const bar = chunk.indexOf(0x7c, p);
           const key = Buffer.allocUnsafe(8);
-          if (bar < 0 || bar > nl || !parseIntInto(chunk, p, bar, true, key, 0)) throw new Error(`classic-level side: bad t_id at byte ${fileOffset - end + p}`);
+          if (bar < 0 || bar > nl || !parseIntInto(chunk, p, bar, true, key, 0))
+            throw new Error(`classic-level side: bad t_id at byte ${fileOffset - end + p}`);
           batch.push({ type: 'put', key, value: chunk.subarray(bar + 1, nl) });
           rows++;
           bytes += nl + 1 - p;
@@ -322,11 +327,15 @@ async function main(): Promise<void> {
   const loadBefore = loadAverage();
   try {
     const opt = (n: number | undefined): string => (n === undefined ? '' : String(n));
-    const c = spawnSync(process.execPath, [__filename, '--child', csv, path.join(work, 'ours'), work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression], {
-      encoding: 'utf8',
-      maxBuffer: 16 << 20,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const c = spawnSync(
+      process.execPath,
+      [__filename, '--child', csv, path.join(work, 'ours'), work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression],
+      {
+        encoding: 'utf8',
+        maxBuffer: 16 << 20,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     if (c.status !== 0) throw new Error(`our import failed (exit ${c.status})`);
     const ours = JSON.parse(c.stdout) as ImportSummary & { outputFileCount: number };
     fs.rmSync(path.join(work, 'ours'), { recursive: true, force: true });
@@ -343,7 +352,12 @@ async function main(): Promise<void> {
     const oursSeconds = ours.phases.totalSeconds;
     const oursRowsPerSecond = ours.rowsRead / oursSeconds;
     // Same rows: a ratio of times. A prefix: a ratio of rates (rows/s), which is what it estimates.
-    const classicOverOurs = typeof classic === 'string' ? null : classic.prefix ? oursRowsPerSecond / (classic.rows / classic.seconds) : classic.seconds / oursSeconds;
+    const classicOverOurs =
+      typeof classic === 'string'
+        ? null
+        : classic.prefix
+          ? oursRowsPerSecond / (classic.rows / classic.seconds)
+          : classic.seconds / oursSeconds;
     const report = {
       rows,
       inputBytes,
@@ -361,16 +375,26 @@ async function main(): Promise<void> {
         files: ours.outputFileCount,
         peakRssMiB: +(ours.peakRssBytes / (1 << 20)).toFixed(1),
       },
-      peer: typeof peer === 'string' ? peer : { ...peer, rowsPerSecond: Math.round(peer.rows / peer.totalSeconds), mbPerSecond: +(mb / peer.totalSeconds).toFixed(1) },
+      peer:
+        typeof peer === 'string'
+          ? peer
+          : { ...peer, rowsPerSecond: Math.round(peer.rows / peer.totalSeconds), mbPerSecond: +(mb / peer.totalSeconds).toFixed(1) },
       classicLevel:
         typeof classic === 'string'
           ? classic
-          : { ...classic, rowsPerSecond: Math.round(classic.rows / classic.seconds), mbPerSecond: +(classic.bytes / 1e6 / classic.seconds).toFixed(1) },
+          : {
+              ...classic,
+              rowsPerSecond: Math.round(classic.rows / classic.seconds),
+              mbPerSecond: +(classic.bytes / 1e6 / classic.seconds).toFixed(1),
+            },
       ratios: {
         oursOverPeer: typeof peer === 'string' ? null : +(oursSeconds / peer.totalSeconds).toFixed(2),
         classicLevelOverOurs: classicOverOurs === null ? null : +classicOverOurs.toFixed(2),
         classicLevelRatioIsOfRates: typeof classic !== 'string' && classic.prefix,
-        classicLevelOverPeer: typeof classic === 'string' || typeof peer === 'string' ? null : +(peer.rows / peer.totalSeconds / (classic.rows / classic.seconds)).toFixed(2),
+        classicLevelOverPeer:
+          typeof classic === 'string' || typeof peer === 'string'
+            ? null
+            : +(peer.rows / peer.totalSeconds / (classic.rows / classic.seconds)).toFixed(2),
       },
       targets: { oursOverPeerAtMost: 2, classicLevelOverOursAtLeast: 5, peakRssMiBAtMost: 600 },
     };
@@ -379,23 +403,37 @@ async function main(): Promise<void> {
       return;
     }
     const line = (name: string, s: number, rows: number, bytes: number): string =>
-      `${name.padEnd(14)} ${s.toFixed(2).padStart(8)} s ${Math.round(rows / s).toLocaleString('en-US').padStart(12)} rows/s ${(bytes / 1e6 / s).toFixed(1).padStart(8)} MB/s`;
+      `${name.padEnd(14)} ${s.toFixed(2).padStart(8)} s ${Math.round(rows / s)
+        .toLocaleString('en-US')
+        .padStart(12)} rows/s ${(bytes / 1e6 / s).toFixed(1).padStart(8)} MB/s`;
     const out: string[] = [];
-    out.push(`import bench: ${rows.toLocaleString('en-US')} trade rows, ${mb.toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}; load average ${loadBefore} before, ${loadAfter} after`);
+    out.push(
+      `import bench: ${rows.toLocaleString('en-US')} trade rows, ${mb.toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}; load average ${loadBefore} before, ${loadAfter} after`,
+    );
     const ph = ours.phases;
     out.push(
       `${line('ingest import', oursSeconds, ours.rowsRead, inputBytes)}  (parse ${ph.parseSeconds}s, merge+write ${ph.mergeSeconds}s, publish ${ph.publishSeconds}s; ${ours.parseThreads} parse / ${ours.mergeThreads} merge threads, ${ours.runs} runs, ${ours.outputFileCount} files; peak RSS ${report.ours.peakRssMiB} MiB)`,
     );
     if (typeof peer === 'string') out.push(`C++ peer       ${peer}`);
-    else out.push(`${line('C++ peer', peer.totalSeconds, peer.rows, inputBytes)}  (parse ${peer.parseSeconds}s, sort ${peer.sortSeconds}s, write ${peer.writeSeconds}s, ingest ${peer.ingestSeconds}s; ${peer.files} files)`);
+    else
+      out.push(
+        `${line('C++ peer', peer.totalSeconds, peer.rows, inputBytes)}  (parse ${peer.parseSeconds}s, sort ${peer.sortSeconds}s, write ${peer.writeSeconds}s, ingest ${peer.ingestSeconds}s; ${peer.files} files)`,
+      );
     if (typeof classic === 'string') out.push(`classic-level  ${classic}`);
     else {
       const what = classic.prefix ? `first ${classic.rows.toLocaleString('en-US')} rows only (--classic-rows)` : 'all rows';
-      out.push(`${line('classic-level', classic.seconds, classic.rows, classic.bytes)}  (${what}, ${CLASSIC_BATCH_ROWS.toLocaleString('en-US')}-row batches; counted ${classic.counted.toLocaleString('en-US')} keys back in ${classic.countSeconds.toFixed(2)}s, not timed)`);
+      out.push(
+        `${line('classic-level', classic.seconds, classic.rows, classic.bytes)}  (${what}, ${CLASSIC_BATCH_ROWS.toLocaleString('en-US')}-row batches; counted ${classic.counted.toLocaleString('en-US')} keys back in ${classic.countSeconds.toFixed(2)}s, not timed)`,
+      );
     }
     const r = report.ratios;
-    const classicText = r.classicLevelOverOurs === null ? 'n/a' : `${r.classicLevelOverOurs}${r.classicLevelRatioIsOfRates ? ' (ratio of rows/s: classic-level ran on a prefix)' : ''}`;
-    out.push(`ratios: ours/peer time ${r.oursOverPeer ?? 'n/a'} (target <= 2); classic-level/ours ${classicText} (target >= 5); peer/classic-level rows/s ${r.classicLevelOverPeer ?? 'n/a'}; peak RSS ${report.ours.peakRssMiB} MiB (target <= 600)`);
+    const classicText =
+      r.classicLevelOverOurs === null
+        ? 'n/a'
+        : `${r.classicLevelOverOurs}${r.classicLevelRatioIsOfRates ? ' (ratio of rows/s: classic-level ran on a prefix)' : ''}`;
+    out.push(
+      `ratios: ours/peer time ${r.oursOverPeer ?? 'n/a'} (target <= 2); classic-level/ours ${classicText} (target >= 5); peer/classic-level rows/s ${r.classicLevelOverPeer ?? 'n/a'}; peak RSS ${report.ours.peakRssMiB} MiB (target <= 600)`,
+    );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });

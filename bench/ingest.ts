@@ -57,7 +57,18 @@ interface Args {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const a: Args = { baseKeys: 1_000_000, ingestKeys: 1_000_000, files: 4, valueBytes: 100, runs: 3, busySeconds: 1, mode: 'all', autoCompactions: true, json: false, dir: os.tmpdir() };
+  const a: Args = {
+    baseKeys: 1_000_000,
+    ingestKeys: 1_000_000,
+    files: 4,
+    valueBytes: 100,
+    runs: 3,
+    busySeconds: 1,
+    mode: 'all',
+    autoCompactions: true,
+    json: false,
+    dir: os.tmpdir(),
+  };
   const r = new ArgReader(argv);
   for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {
@@ -189,7 +200,14 @@ interface QuietResult {
   memtableFlushes: number;
 }
 
-async function quiet(baseDir: string, workDir: string, a: Args, scenario: string, files: { paths: string[]; bytes: number }, opts: IngestOptions): Promise<QuietResult> {
+async function quiet(
+  baseDir: string,
+  workDir: string,
+  a: Args,
+  scenario: string,
+  files: { paths: string[]; bytes: number },
+  opts: IngestOptions,
+): Promise<QuietResult> {
   const times: number[] = [];
   let last: IngestionResult | null = null;
   for (let run = 0; run < a.runs; run++) {
@@ -229,7 +247,14 @@ interface BusyResult {
   compactions: number;
 }
 
-async function busy(baseDir: string, workDir: string, a: Args, scenario: string, files: { paths: string[] }, writerKey: (n: number) => number): Promise<BusyResult> {
+async function busy(
+  baseDir: string,
+  workDir: string,
+  a: Args,
+  scenario: string,
+  files: { paths: string[] },
+  writerKey: (n: number) => number,
+): Promise<BusyResult> {
   const e = await openRunCopy(baseDir, path.join(workDir, 'run'), a);
   const compactionsBefore = e.stats().compaction.count;
   const writer = startBusyWriter(e, { keyOf: (n) => key(writerKey(n)), value: Buffer.alloc(100, 7), yieldEveryWrites: WRITER_YIELD_EVERY });
@@ -286,7 +311,9 @@ async function main(): Promise<void> {
     const busyResults: BusyResult[] = [];
     if (a.mode !== 'quiet') {
       // Writer far above everything: no overlap with the files.
-      busyResults.push(await busy(baseDir, workDir, a, 'writer outside the ingested range', disjoint, (n) => 4 * (a.baseKeys + a.ingestKeys) + n));
+      busyResults.push(
+        await busy(baseDir, workDir, a, 'writer outside the ingested range', disjoint, (n) => 4 * (a.baseKeys + a.ingestKeys) + n),
+      );
       // Writer on the odd keys the overlapping files hold: the ingestion must flush.
       busyResults.push(await busy(baseDir, workDir, a, 'writer inside the ingested range', overlapping, (n) => 2 * (n % a.baseKeys) + 1));
     }

@@ -260,11 +260,26 @@ function main(): void {
   };
   const rocksdb =
     'binary' in peer
-      ? { write: figure(median(peerWrites.map((r) => r.seconds)), w, peerWrites[0].fileSizeBytes), scan: figure(median(peerScans.map((r) => r.seconds)), w) }
+      ? {
+          write: figure(median(peerWrites.map((r) => r.seconds)), w, peerWrites[0].fileSizeBytes),
+          scan: figure(median(peerScans.map((r) => r.seconds)), w),
+        }
       : null;
-  const ratios = rocksdb === null ? null : { write: ours.write.entriesPerSecond / rocksdb.write.entriesPerSecond, scan: ours.scan.entriesPerSecond / rocksdb.scan.entriesPerSecond };
+  const ratios =
+    rocksdb === null
+      ? null
+      : {
+          write: ours.write.entriesPerSecond / rocksdb.write.entriesPerSecond,
+          scan: ours.scan.entriesPerSecond / rocksdb.scan.entriesPerSecond,
+        };
   const report = {
-    workload: { entries: w.entries, keyBytes: KEY_BYTES, valueBytes: w.valueBytes, runs: args.runs, options: 'format_version 5, XXH3, LZ4, Bloom 10 bits/key, 4 KiB blocks' },
+    workload: {
+      entries: w.entries,
+      keyBytes: KEY_BYTES,
+      valueBytes: w.valueBytes,
+      runs: args.runs,
+      options: 'format_version 5, XXH3, LZ4, Bloom 10 bits/key, 4 KiB blocks',
+    },
     node: process.version,
     ours,
     rocksdb,
@@ -280,13 +295,17 @@ function main(): void {
     const row = (name: string, f: Figure): string =>
       `${name.padEnd(22)}${f.seconds.toFixed(3).padStart(9)} s${(f.entriesPerSecond / 1e6).toFixed(3).padStart(10)} M entries/s${f.megabytesPerSecond.toFixed(1).padStart(9)} MB/s` +
       (f.fileSizeBytes === undefined ? '' : `${(f.fileSizeBytes / BYTES_PER_MB).toFixed(1).padStart(8)} MB file`);
-    console.log(`SST throughput: ${w.entries} entries, ${KEY_BYTES}-byte keys, ${w.valueBytes}-byte values; ${report.workload.options}; median of ${args.runs} runs; node ${process.version}`);
+    console.log(
+      `SST throughput: ${w.entries} entries, ${KEY_BYTES}-byte keys, ${w.valueBytes}-byte values; ${report.workload.options}; median of ${args.runs} runs; node ${process.version}`,
+    );
     console.log(row('ours write', ours.write));
     if (rocksdb !== null) console.log(row('rocksdb write', rocksdb.write));
     console.log(row('ours scan', ours.scan));
     if (rocksdb !== null) console.log(row('rocksdb scan', rocksdb.scan));
     if (ratios !== null) {
-      console.log(`ratio ours/rocksdb: write ${ratios.write.toFixed(2)}x (target >= 0.5x: ${ratios.write >= 0.5 ? 'met' : 'NOT met'}), scan ${ratios.scan.toFixed(2)}x`);
+      console.log(
+        `ratio ours/rocksdb: write ${ratios.write.toFixed(2)}x (target >= 0.5x: ${ratios.write >= 0.5 ? 'met' : 'NOT met'}), scan ${ratios.scan.toFixed(2)}x`,
+      );
       for (const c of crossChecks) console.log(`cross-check: ${c}`);
     } else {
       console.log(report.rocksdbUnavailable);

@@ -21,7 +21,17 @@ const required = process.env.SST_INGEST_REQUIRE_NATIVE === '1';
 function nodeGypCommand() {
   const fromNpm = process.env.npm_config_node_gyp;
   if (fromNpm && fs.existsSync(fromNpm)) return [process.execPath, [fromNpm]];
-  const npmDir = path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  const npmDir = path.join(
+    path.dirname(process.execPath),
+    '..',
+    'lib',
+    'node_modules',
+    'npm',
+    'node_modules',
+    'node-gyp',
+    'bin',
+    'node-gyp.js',
+  );
   if (fs.existsSync(npmDir)) return [process.execPath, [npmDir]];
   return ['node-gyp', []];
 }
@@ -37,5 +47,7 @@ if (required) {
   process.exit(1);
 }
 console.error(`build-native: WARNING: the native block codec did not build (${why}).`);
-console.error('build-native: everything works without it, but block reads are about 2x slower. Install python3, make and a C compiler, then run `npm run build:native`.');
+console.error(
+  'build-native: everything works without it, but block reads are about 2x slower. Install python3, make and a C compiler, then run `npm run build:native`.',
+);
 process.exit(0);

@@ -18,7 +18,15 @@
  * Layering: this file is an entry point, like cli/: it only re-exports from the layers below.
  */
 export { Engine, Snapshot, DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './engine/engine';
-export type { EngineOptions, EngineStats, EngineTableOptions, IteratorOptions, ReadOptions, WriteOptions, RecoveryReport } from './engine/engine';
+export type {
+  EngineOptions,
+  EngineStats,
+  EngineTableOptions,
+  IteratorOptions,
+  ReadOptions,
+  WriteOptions,
+  RecoveryReport,
+} from './engine/engine';
 export { DbIterator } from './engine/dbIterator';
 export type { DbSeekOptions } from './engine/dbIterator';
 export { WriteBatch } from './engine/writeBatch';

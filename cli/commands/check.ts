@@ -16,7 +16,14 @@
 import { Command } from 'commander';
 import { DbCheckResult, DbImport, conflictFailure } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
-import { CONFLICT_CHECK_OPTIONS, ConflictCheckCliOptions, IMPORT_OPTIONS, ImportCliOptions, addOptions, toImportOptions } from './importOptions';
+import {
+  CONFLICT_CHECK_OPTIONS,
+  ConflictCheckCliOptions,
+  IMPORT_OPTIONS,
+  ImportCliOptions,
+  addOptions,
+  toImportOptions,
+} from './importOptions';
 import { runInterruptible } from './interrupt';
 
 interface CheckCliOptions extends ConflictCheckCliOptions, ImportCliOptions {

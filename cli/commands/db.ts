@@ -205,7 +205,8 @@ async function deleteRangeCommand(fromText: string, toText: string, o: CommonOpt
   const from = codec.parseKey(fromText, 'from');
   const to = codec.parseKey(toText, 'to');
   // [from, to) with from == to is empty and writes nothing, as in RocksDB; from > to is a mistake.
-  if (Buffer.compare(from, to) > 0) throw new IngestError('USAGE', `delete-range: from ${codec.displayKey(from)} is after to ${codec.displayKey(to)}`);
+  if (Buffer.compare(from, to) > 0)
+    throw new IngestError('USAGE', `delete-range: from ${codec.displayKey(from)} is after to ${codec.displayKey(to)}`);
   const sequence = await withDb(o.db, true, async (engine) => {
     await engine.deleteRange(from, to);
     return engine.lastSequence;
@@ -261,7 +262,9 @@ async function scanCommand(o: ScanOptions): Promise<void> {
       for (let n = 0; n < limit && it.valid() && !out.closed; n++) {
         const key = it.key();
         const value = it.value();
-        const line = o.json ? JSON.stringify({ ...codec.keyFields(key), ...codec.valueFields(value) }) : `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
+        const line = o.json
+          ? JSON.stringify({ ...codec.keyFields(key), ...codec.valueFields(value) })
+          : `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
         if (out.add(line)) await out.flush();
         if (o.reverse) it.prev();
         else it.next();
@@ -340,7 +343,10 @@ async function compactCommand(o: CompactOptions): Promise<void> {
     return { filesPerLevelBefore, filesPerLevelAfter: stats.filesPerLevel, ...(compaction === null ? {} : { compaction }) };
   });
   if (o.json) printJson(report);
-  else process.stdout.write(`compacted: files per level [${report.filesPerLevelBefore.join(', ')}] -> [${report.filesPerLevelAfter.join(', ')}]\n`);
+  else
+    process.stdout.write(
+      `compacted: files per level [${report.filesPerLevelBefore.join(', ')}] -> [${report.filesPerLevelAfter.join(', ')}]\n`,
+    );
 }
 
 // --- registration ---------------------------------------------------------------------------------
@@ -348,7 +354,8 @@ async function compactCommand(o: CompactOptions): Promise<void> {
 function nonNegativeInt(name: string): (v: string) => number {
   return (v: string) => {
     const n = Number(v);
-    if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) throw new IngestError('USAGE', `${name} must be a non-negative integer, got "${v}"`);
+    if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n))
+      throw new IngestError('USAGE', `${name} must be a non-negative integer, got "${v}"`);
     return n;
   };
 }
@@ -385,8 +392,9 @@ export function registerDbCommands(program: Command): void {
     .option('--reverse', 'descending key order (from the last key before --to)')
     .option('--stats', 'print the perf context of the scan on stderr')
     .action((o: ScanOptions) => scanCommand(o));
-  withCommonOptions(program.command('stats').description('files per level and their key ranges'))
-    .action((o: CommonOptions) => statsCommand(o));
+  withCommonOptions(program.command('stats').description('files per level and their key ranges')).action((o: CommonOptions) =>
+    statsCommand(o),
+  );
   withCommonOptions(program.command('compact').description('flush, then compact the keys [from, to] down the levels (default: everything)'))
     .option('--from <key>', 'first key of the range (inclusive)')
     .option('--to <key>', 'last key of the range (inclusive)')

@@ -34,7 +34,8 @@ const CONTROL_CHARS = /[\x00-\x1f\x7f]/;
 /** The bytes of `text` read as hex; `what` names the argument in the error. */
 export function parseHexArgument(text: string, what: string): Buffer {
   const m = HEX_TEXT.exec(text);
-  if (m === null) throw new IngestError('USAGE', `${what} "${text}" is not hex: expected an even number of digits 0-9a-f, optionally after 0x`);
+  if (m === null)
+    throw new IngestError('USAGE', `${what} "${text}" is not hex: expected an even number of digits 0-9a-f, optionally after 0x`);
   return Buffer.from(m[1], 'hex');
 }
 
@@ -118,7 +119,11 @@ export class DbTextCodec {
     } catch {
       return null;
     }
-    const text = !spec.isComposite ? parts[0] : parts.some((p) => p.includes(',')) || parts[0].startsWith('[') ? JSON.stringify(parts) : parts.join(',');
+    const text = !spec.isComposite
+      ? parts[0]
+      : parts.some((p) => p.includes(',')) || parts[0].startsWith('[')
+        ? JSON.stringify(parts)
+        : parts.join(',');
     try {
       // decode() shows unprintable bytes as 0x-hex; only an exact round trip is the key.
       return spec.encodeText(text).equals(key) ? text : null;

@@ -16,7 +16,17 @@ import { Command } from 'commander';
 import { IngestError } from '../../src/util/errors';
 import { CsvImport } from '../../src/ingest/importer';
 import { Progress } from '../../src/ingest/progress';
-import { CONFLICT_CHECK_OPTIONS, ConflictCheckCliOptions, DB_POLICY_OPTIONS, DbPolicyCliOptions, IMPORT_OPTIONS, ImportCliOptions, OptionDef, addOptions, toImportOptions } from './importOptions';
+import {
+  CONFLICT_CHECK_OPTIONS,
+  ConflictCheckCliOptions,
+  DB_POLICY_OPTIONS,
+  DbPolicyCliOptions,
+  IMPORT_OPTIONS,
+  ImportCliOptions,
+  OptionDef,
+  addOptions,
+  toImportOptions,
+} from './importOptions';
 import { runDbImport } from './importDb';
 import { runInterruptible } from './interrupt';
 
@@ -29,14 +39,30 @@ interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions
 }
 
 /** Options that mean something only with --db (refused without it), in the order the error names them. */
-const DB_ONLY = ['onConflict', 'replaceRange', 'dryRun', 'report', 'conflictStrategy', 'maxReported', 'createIfMissing', 'verifyChecksums', 'blockingFlush'] as const;
+const DB_ONLY = [
+  'onConflict',
+  'replaceRange',
+  'dryRun',
+  'report',
+  'conflictStrategy',
+  'maxReported',
+  'createIfMissing',
+  'verifyChecksums',
+  'blockingFlush',
+] as const;
 
-const OUTPUT_DIR: OptionDef = { flags: '--output-dir <dir>', description: 'directory for the SSTs and import-summary.json (must hold no .sst files); or --db' };
+const OUTPUT_DIR: OptionDef = {
+  flags: '--output-dir <dir>',
+  description: 'directory for the SSTs and import-summary.json (must hold no .sst files); or --db',
+};
 const OUTPUT: readonly OptionDef[] = [
   { flags: '--json', description: 'print one JSON summary object on stdout' },
   { flags: '--quiet', description: 'no progress and no human summary' },
 ];
-const DB: OptionDef = { flags: '--db <dir>', description: 'import into this database: check for conflicts, then ingest (see --on-conflict)' };
+const DB: OptionDef = {
+  flags: '--db <dir>',
+  description: 'import into this database: check for conflicts, then ingest (see --on-conflict)',
+};
 const DRY_RUN: OptionDef = { flags: '--dry-run', description: 'import, check and plan: print where each file would go, link nothing' };
 
 export function registerImportCommand(program: Command): void {
@@ -60,7 +86,8 @@ function flagOf(name: string): string {
 /** `ingest import --output-dir DIR`: the SSTs stay in DIR. */
 export async function runImportToDir(inputs: string[], o: ImportCliOptions & { outputDir?: string }): Promise<void> {
   const outputDir = o.outputDir;
-  if (outputDir === undefined) throw new IngestError('USAGE', 'import needs --output-dir DIR (SSTs in DIR) or --db DIR (ingested into a database)');
+  if (outputDir === undefined)
+    throw new IngestError('USAGE', 'import needs --output-dir DIR (SSTs in DIR) or --db DIR (ingested into a database)');
   const job = new CsvImport({ ...toImportOptions(inputs, o), outputDir, progress: Progress.forStderr(o.quiet === true) });
   const summary = await runInterruptible(job, 'import abandoned, nothing written');
   if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -22,7 +22,16 @@ import { DbImport, DbImportFile, DbImportResult, ReplaceRangeRequest, conflictFa
 import { Progress } from '../../src/ingest/progress';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
-import { CONFLICT_CHECK_OPTIONS, ConflictCheckCliOptions, DB_POLICY_OPTIONS, DbPolicyCliOptions, IMPORT_OPTIONS, ImportCliOptions, addOptions, toImportOptions } from './importOptions';
+import {
+  CONFLICT_CHECK_OPTIONS,
+  ConflictCheckCliOptions,
+  DB_POLICY_OPTIONS,
+  DbPolicyCliOptions,
+  IMPORT_OPTIONS,
+  ImportCliOptions,
+  addOptions,
+  toImportOptions,
+} from './importOptions';
 import { runInterruptible } from './interrupt';
 
 export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions {
@@ -62,7 +71,11 @@ function parseReplaceRange(text: string | true | undefined, codec: DbTextCodec):
 
 /** `import --db` (mode 'import', or 'plan' with --dry-run) and `plan`: run, print, then fail with exit 3 when abort stopped it. */
 export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode: 'plan' | 'import'): Promise<void> {
-  if (o.outputDir !== undefined) throw new IngestError('USAGE', '--output-dir and --db do not go together: with --db the SSTs go to a private directory inside the database');
+  if (o.outputDir !== undefined)
+    throw new IngestError(
+      'USAGE',
+      '--output-dir and --db do not go together: with --db the SSTs go to a private directory inside the database',
+    );
   const importSettings = toImportOptions(inputs, o);
   // The import's key spec shows keys here too: --replace-range bounds in, file bounds out.
   const codec = new DbTextCodec({ keySpec: importSettings.key });

@@ -84,16 +84,34 @@ export const IMPORT_OPTIONS: readonly OptionDef[] = [
   { flags: '--escape <c>', description: 'escape character inside quotes (default: the quote, i.e. doubling)' },
   { flags: '--header', description: 'the first row names the columns' },
   { flags: '--columns <names>', description: 'column names, comma separated' },
-  { flags: '--skip-lines <n>', description: 'skip this many physical lines at the start of each file', parse: nonNegativeInt('--skip-lines'), defaultValue: 0 },
+  {
+    flags: '--skip-lines <n>',
+    description: 'skip this many physical lines at the start of each file',
+    parse: nonNegativeInt('--skip-lines'),
+    defaultValue: 0,
+  },
   { flags: '--comment <c>', description: 'skip records whose first character is this' },
-  { flags: '--key <spec>', description: 'key columns: COL[:TYPE][,COL[:TYPE]...], COL a name or 1-based position, TYPE bytes|int64|uint64', defaultValue: '1' },
+  {
+    flags: '--key <spec>',
+    description: 'key columns: COL[:TYPE][,COL[:TYPE]...], COL a name or 1-based position, TYPE bytes|int64|uint64',
+    defaultValue: '1',
+  },
   { flags: '--value <cols>', description: 'value columns, comma separated (default: all but the key columns)' },
   { flags: '--value-format <f>', description: 'value encoding', choices: ['raw', 'json'], defaultValue: 'raw' },
   { flags: '--memory-limit <size>', description: 'memory the sort may hold', defaultValue: `${DEFAULT_MEMORY_LIMIT_BYTES >> 20}MiB` },
   { flags: '--tmp-dir <dir>', description: 'where sorted runs are spilled (default: the system temp directory)' },
-  { flags: '--target-file-size <size>', description: 'size of each output SST', defaultValue: `${DEFAULT_TARGET_FILE_SIZE_BYTES >> 20}MiB` },
+  {
+    flags: '--target-file-size <size>',
+    description: 'size of each output SST',
+    defaultValue: `${DEFAULT_TARGET_FILE_SIZE_BYTES >> 20}MiB`,
+  },
   { flags: '--on-duplicate <policy>', description: 'what a repeated key does', choices: ['error', 'first', 'last'], defaultValue: 'error' },
-  { flags: '--max-bad-rows <n>', description: 'go on past up to this many bad rows', parse: nonNegativeInt('--max-bad-rows'), defaultValue: 0 },
+  {
+    flags: '--max-bad-rows <n>',
+    description: 'go on past up to this many bad rows',
+    parse: nonNegativeInt('--max-bad-rows'),
+    defaultValue: 0,
+  },
   { flags: '--rejects <file>', description: 'write bad rows here as JSON lines {file, line, reason, text}' },
   { flags: '--parser <p>', description: 'CSV parser', choices: ['auto', 'fast', 'csv-parse'], defaultValue: 'auto' },
   {
@@ -108,7 +126,12 @@ export const IMPORT_OPTIONS: readonly OptionDef[] = [
     defaultValue: 1,
   },
   { flags: '--compression <c>', description: 'SST block compression', choices: ['lz4', 'none'], defaultValue: 'lz4' },
-  { flags: '--bloom-bits <n>', description: 'bloom filter bits per key (0 = none)', parse: nonNegativeInt('--bloom-bits'), defaultValue: 10 },
+  {
+    flags: '--bloom-bits <n>',
+    description: 'bloom filter bits per key (0 = none)',
+    parse: nonNegativeInt('--bloom-bits'),
+    defaultValue: 10,
+  },
   { flags: '--block-size <size>', description: 'SST data block size', defaultValue: '4KiB' },
 ];
 
@@ -121,7 +144,12 @@ export const CONFLICT_CHECK_OPTIONS: readonly OptionDef[] = [
     defaultValue: 'auto',
   },
   { flags: '--report <file>', description: 'write the JSON conflict report here' },
-  { flags: '--max-reported <n>', description: 'conflicts listed in the report (counts stay exact)', parse: nonNegativeInt('--max-reported'), defaultValue: DEFAULT_MAX_REPORTED },
+  {
+    flags: '--max-reported <n>',
+    description: 'conflicts listed in the report (counts stay exact)',
+    parse: nonNegativeInt('--max-reported'),
+    defaultValue: DEFAULT_MAX_REPORTED,
+  },
 ];
 
 /** What happens with conflicts and how the files go in (`plan`, `import --db`). */
@@ -132,7 +160,10 @@ export const DB_POLICY_OPTIONS: readonly OptionDef[] = [
     choices: ON_CONFLICT_CHOICES,
     defaultValue: 'abort',
   },
-  { flags: '--replace-range [from..to]', description: "replace every key in [FROM, TO) (default: the import's first key to just past its last)" },
+  {
+    flags: '--replace-range [from..to]',
+    description: "replace every key in [FROM, TO) (default: the import's first key to just past its last)",
+  },
   { flags: '--no-create-if-missing', description: 'fail when DIR holds no database (default: create it)' },
   { flags: '--no-verify-checksums', description: 'do not re-read every block of the new SSTs before ingesting' },
   { flags: '--no-blocking-flush', description: 'fail instead of flushing a memtable that overlaps the import' },

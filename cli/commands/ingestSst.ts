@@ -116,15 +116,20 @@ async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void>
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
-  for (const f of result.files) process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? '' : ' (copied)'}\n`);
-  process.stdout.write(`ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`);
+  for (const f of result.files)
+    process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? '' : ' (copied)'}\n`);
+  process.stdout.write(
+    `ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`,
+  );
 }
 
 async function runPlan(files: string[], o: IngestSstCliOptions): Promise<void> {
   const { opts, codec } = ingestOptionsFrom(o);
   const plan = await withEngine(o.db, false, async (e) => e.planIngestion(files, opts));
   if (o.json === true) {
-    process.stdout.write(`${JSON.stringify({ db: o.db, files: plan.files.map(fileJson), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ db: o.db, files: plan.files.map(fileJson), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence })}\n`,
+    );
     return;
   }
   for (const f of plan.files) process.stdout.write(`${fileLine(f, codec)}\n`);
@@ -147,11 +152,13 @@ function addSharedOptions(cmd: Command): Command {
 /** Adds `ingest` and `plan` to the `sst` command group (creating the group if absent). */
 export function registerIngestSstCommands(program: Command): void {
   const sst = program.commands.find((c) => c.name() === 'sst') ?? program.command('sst').description('single SST files');
-  addSharedOptions(sst.command('ingest').description('link external SST files into a database atomically').argument('<files...>', 'SST files'))
+  addSharedOptions(
+    sst.command('ingest').description('link external SST files into a database atomically').argument('<files...>', 'SST files'),
+  )
     .option('--copy', 'copy the files instead of hard-linking them')
     .option('--create-if-missing', 'create the database if there is none')
     .action((files: string[], o: IngestSstCliOptions) => runIngest(files, o));
-  addSharedOptions(sst.command('plan').description('show where `sst ingest` would put the files, changing nothing').argument('<files...>', 'SST files')).action(
-    (files: string[], o: IngestSstCliOptions) => runPlan(files, o),
-  );
+  addSharedOptions(
+    sst.command('plan').description('show where `sst ingest` would put the files, changing nothing').argument('<files...>', 'SST files'),
+  ).action((files: string[], o: IngestSstCliOptions) => runPlan(files, o));
 }

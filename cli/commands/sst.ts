@@ -23,7 +23,8 @@ import { valueTypeName } from '../../src/base/valueTypeName';
 function intOption(name: string, min: number, max: number): (v: string) => number {
   return (v: string) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new IngestError('USAGE', `${name} must be an integer in [${min}, ${max}], got "${v}"`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new IngestError('USAGE', `${name} must be an integer in [${min}, ${max}], got "${v}"`);
     return n;
   };
 }
@@ -31,7 +32,8 @@ function intOption(name: string, min: number, max: number): (v: string) => numbe
 function numberOption(name: string, min: number, max: number): (v: string) => number {
   return (v: string) => {
     const n = Number(v);
-    if (!Number.isFinite(n) || n < min || n > max) throw new IngestError('USAGE', `${name} must be a number in [${min}, ${max}], got "${v}"`);
+    if (!Number.isFinite(n) || n < min || n > max)
+      throw new IngestError('USAGE', `${name} must be a number in [${min}, ${max}], got "${v}"`);
     return n;
   };
 }
@@ -57,7 +59,13 @@ function sstWrite(csvPath: string, opts: WriteOptions): void {
   }
   let records: { record: string[]; info: { lines: number } }[];
   try {
-    records = parse(text, { delimiter: opts.delimiter, bom: true, relax_column_count: true, info: true, skip_empty_lines: true }) as unknown as typeof records;
+    records = parse(text, {
+      delimiter: opts.delimiter,
+      bom: true,
+      relax_column_count: true,
+      info: true,
+      skip_empty_lines: true,
+    }) as unknown as typeof records;
   } catch (e) {
     throw new IngestError('BAD_INPUT', `${csvPath}: ${(e as Error).message}`);
   }
@@ -70,7 +78,10 @@ function sstWrite(csvPath: string, opts: WriteOptions): void {
   rows.sort((a, b) => Buffer.compare(a.key, b.key) || a.line - b.line);
   for (let i = 1; i < rows.length; i++) {
     if (rows[i].key.equals(rows[i - 1].key)) {
-      throw new IngestError('DUPLICATE_KEY', `${csvPath}: duplicate key ${formatKey(rows[i].key)} on lines ${rows[i - 1].line} and ${rows[i].line}`);
+      throw new IngestError(
+        'DUPLICATE_KEY',
+        `${csvPath}: duplicate key ${formatKey(rows[i].key)} on lines ${rows[i - 1].line} and ${rows[i].line}`,
+      );
     }
   }
   const writer = new SstFileWriter(opts.output, {
@@ -98,7 +109,9 @@ function sstWrite(csvPath: string, opts: WriteOptions): void {
       })}\n`,
     );
   } else {
-    process.stdout.write(`wrote ${meta.path}: ${meta.numEntries} entries, ${meta.numDataBlocks} data blocks, ${meta.fileSizeBytes} bytes\n`);
+    process.stdout.write(
+      `wrote ${meta.path}: ${meta.numEntries} entries, ${meta.numDataBlocks} data blocks, ${meta.fileSizeBytes} bytes\n`,
+    );
   }
 }
 
@@ -132,10 +145,17 @@ function sstDump(file: string, opts: { json?: boolean }): void {
       const entries: { keyHex: string; seq: number; type: string; valueHex: string }[] = [];
       for (it.first(); it.valid(); it.next()) {
         const k = it.key();
-        entries.push({ keyHex: userKeyOf(k).toString('hex'), seq: sequenceOf(k), type: valueTypeName(typeOf(k)), valueHex: it.value().toString('hex') });
+        entries.push({
+          keyHex: userKeyOf(k).toString('hex'),
+          seq: sequenceOf(k),
+          type: valueTypeName(typeOf(k)),
+          valueHex: it.value().toString('hex'),
+        });
       }
       it.close();
-      const rangeTombstones = reader.rangeTombstones().map((t) => ({ startHex: t.start.toString('hex'), endHex: t.end.toString('hex'), seq: t.seq }));
+      const rangeTombstones = reader
+        .rangeTombstones()
+        .map((t) => ({ startHex: t.start.toString('hex'), endHex: t.end.toString('hex'), seq: t.seq }));
       // `raw` (the undecoded name → bytes map) is left out: every property it holds is decoded above.
       const { raw: _raw, ...properties } = reader.properties;
       out.write(`${JSON.stringify({ file, properties, entries, rangeTombstones })}\n`);

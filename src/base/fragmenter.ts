@@ -93,7 +93,8 @@ export class FragmentedTombstoneList {
   toTombstones(): RangeTombstone[] {
     const out: RangeTombstone[] = [];
     for (let i = 0; i < this.count; i++) {
-      for (let j = this.seqOffsets[i]; j < this.seqOffsets[i + 1]; j++) out.push({ start: this.starts[i], end: this.ends[i], seq: this.seqs[j] });
+      for (let j = this.seqOffsets[i]; j < this.seqOffsets[i + 1]; j++)
+        out.push({ start: this.starts[i], end: this.ends[i], seq: this.seqs[j] });
     }
     return out;
   }
@@ -102,11 +103,15 @@ export class FragmentedTombstoneList {
   checkInvariants(): void {
     for (let i = 0; i < this.count; i++) {
       assert(compareUserKeys(this.starts[i], this.ends[i]) < 0, `tombstone fragment ${i} is empty`);
-      assert(i === 0 || compareUserKeys(this.ends[i - 1], this.starts[i]) <= 0, `tombstone fragment ${i} overlaps or precedes fragment ${i - 1}`);
+      assert(
+        i === 0 || compareUserKeys(this.ends[i - 1], this.starts[i]) <= 0,
+        `tombstone fragment ${i} overlaps or precedes fragment ${i - 1}`,
+      );
       const from = this.seqOffsets[i];
       const to = this.seqOffsets[i + 1];
       assert(from < to && to <= this.seqs.length, `tombstone fragment ${i} has no sequence numbers`);
-      for (let j = from + 1; j < to; j++) assert(this.seqs[j - 1] > this.seqs[j], `sequence numbers of tombstone fragment ${i} are not strictly descending`);
+      for (let j = from + 1; j < to; j++)
+        assert(this.seqs[j - 1] > this.seqs[j], `sequence numbers of tombstone fragment ${i} are not strictly descending`);
     }
   }
 }
@@ -160,7 +165,7 @@ export function fragmentTombstones(tombstones: readonly RangeTombstone[]): Fragm
     }
   };
 
-  for (let i = 0; i < sorted.length; ) {
+  for (let i = 0; i < sorted.length;) {
     const start = sorted[i].start;
     flushUntil(start);
     cut = start;

@@ -154,7 +154,11 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
   const snapshot = opts.snapshot ?? (ownSnapshot as Snapshot);
   try {
     const collector = new ConflictCollector(maxReported, opts.collectConflictingKeys === true);
-    let choice: StrategyChoice = { strategy: requested === 'get' ? 'get' : 'seek', reason: 'the SSTs hold no keys', engineBytesInSpan: null };
+    let choice: StrategyChoice = {
+      strategy: requested === 'get' ? 'get' : 'seek',
+      reason: 'the SSTs hold no keys',
+      engineBytesInSpan: null,
+    };
     let emptySpan = true;
     if (!run.isEmpty) {
       const upperBound = Buffer.concat([run.largest, Buffer.of(0)]);

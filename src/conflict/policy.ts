@@ -44,7 +44,12 @@ export function parseOnConflict(text: string): OnConflict {
  * Decides which files to ingest. For `skip` with conflicts, the report must come from
  * checkSstConflicts with collectConflictingKeys, and the rewritten files are written now.
  */
-export function applyConflictPolicy(policy: OnConflict, report: ConflictReport, sstPaths: readonly string[], rewrite: RewriteOptions = {}): IngestPlan {
+export function applyConflictPolicy(
+  policy: OnConflict,
+  report: ConflictReport,
+  sstPaths: readonly string[],
+  rewrite: RewriteOptions = {},
+): IngestPlan {
   const decided = decideWithoutRewrite(policy, report, sstPaths);
   if (decided.plan !== null) return decided.plan;
   return withRewrite(decided.base, rewriteWithoutKeys(sstPaths, decided.keys, rewrite));
@@ -73,7 +78,10 @@ function decideWithoutRewrite(policy: OnConflict, report: ConflictReport, sstPat
   if (policy === 'abort') return { plan: { ...plan, ingest: false, files: [], rowsHeldBack: conflicts }, base: null, keys: null };
   const keys = report.conflictingKeys;
   if (keys === null || keys.length !== conflicts) {
-    throw new IngestError('INVALID_ARGUMENT', 'the skip policy needs every conflicting key: run checkSstConflicts with collectConflictingKeys');
+    throw new IngestError(
+      'INVALID_ARGUMENT',
+      'the skip policy needs every conflicting key: run checkSstConflicts with collectConflictingKeys',
+    );
   }
   return { plan: null, base: { ...plan, rowsHeldBack: conflicts }, keys };
 }

@@ -58,7 +58,11 @@ export function defaultSkipPath(path: string): string {
   return nodePath.join(nodePath.dirname(path), `${nodePath.basename(path, ext)}.skip${ext === '' ? '.sst' : ext}`);
 }
 
-export function rewriteWithoutKeys(sstPaths: readonly string[], conflictingKeys: readonly Buffer[], opts: RewriteOptions = {}): RewriteResult {
+export function rewriteWithoutKeys(
+  sstPaths: readonly string[],
+  conflictingKeys: readonly Buffer[],
+  opts: RewriteOptions = {},
+): RewriteResult {
   return runSlicedSync(rewriteSlices(sstPaths, conflictingKeys, opts));
 }
 
@@ -85,7 +89,8 @@ function* rewriteSlices(sstPaths: readonly string[], conflictingKeys: readonly B
           continue;
         }
         const to = outputPathFor(path);
-        if (nodePath.resolve(to) === nodePath.resolve(path)) throw new IngestError('INVALID_ARGUMENT', `rewrite of ${path} would overwrite it`);
+        if (nodePath.resolve(to) === nodePath.resolve(path))
+          throw new IngestError('INVALID_ARGUMENT', `rewrite of ${path} would overwrite it`);
         const r = yield* rewriteOne(reader, keys, first, to, { ...optionsOf(reader), ...opts.sstOptions });
         if (r === null) {
           result.emptied.push(path);
@@ -142,7 +147,10 @@ function* rewriteOne(
       }
       const ikey = it.key();
       if (typeOf(ikey) !== ValueType.Value) {
-        throw new IngestError('NOT_SUPPORTED', `${reader.path}: the skip rewrite handles put-only SSTs, found an entry of type ${typeOf(ikey)}`);
+        throw new IngestError(
+          'NOT_SUPPORTED',
+          `${reader.path}: the skip rewrite handles put-only SSTs, found an entry of type ${typeOf(ikey)}`,
+        );
       }
       const n = ikey.length - TRAILER_BYTES;
       let c = 1;

@@ -134,11 +134,14 @@ interface OriginsFile {
 
 export function readOriginsFile(path: string): OriginsFile {
   const size = fs.statSync(path).size;
-  if (size > MAX_ORIGINS_FILE_BYTES) throw new CorruptionError(path, 0, `origins file of ${size} bytes exceeds the ${MAX_ORIGINS_FILE_BYTES}-byte limit`);
+  if (size > MAX_ORIGINS_FILE_BYTES)
+    throw new CorruptionError(path, 0, `origins file of ${size} bytes exceeds the ${MAX_ORIGINS_FILE_BYTES}-byte limit`);
   const file = fs.readFileSync(path);
-  if (file.length < MAGIC.length + TRAILER_FIXED_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) throw new CorruptionError(path, 0, 'not an origins file (bad magic)');
+  if (file.length < MAGIC.length + TRAILER_FIXED_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC))
+    throw new CorruptionError(path, 0, 'not an origins file (bad magic)');
   const checksumAt = file.length - CHECKSUM_BYTES;
-  if (maskCrc(crc32c(file.subarray(0, checksumAt))) >>> 0 !== file.readUInt32LE(checksumAt)) throw new CorruptionError(path, checksumAt, 'origins checksum mismatch');
+  if (maskCrc(crc32c(file.subarray(0, checksumAt))) >>> 0 !== file.readUInt32LE(checksumAt))
+    throw new CorruptionError(path, checksumAt, 'origins checksum mismatch');
   const countAt = checksumAt - COUNT_BYTES;
   const entryCount = file.readUInt32LE(countAt) + file.readUInt32LE(countAt + 4) * TWO_POW_32;
   const data = file.subarray(0, countAt);
@@ -187,7 +190,11 @@ export class RowOriginIndex {
       const path = originsPathFor(this.run.files[i].path);
       const origins = fs.existsSync(path) ? readOriginsFile(path) : null;
       if (origins !== null && origins.entryCount !== this.run.files[i].entries) {
-        throw new CorruptionError(path, 0, `origins file lists ${origins.entryCount} rows but ${this.run.files[i].path} holds ${this.run.files[i].entries}`);
+        throw new CorruptionError(
+          path,
+          0,
+          `origins file lists ${origins.entryCount} rows but ${this.run.files[i].path} holds ${this.run.files[i].entries}`,
+        );
       }
       w = { origins, it: null, ordinal: -1 };
       this.walks[i] = w;
@@ -222,7 +229,8 @@ export class RowOriginIndex {
     o.offset = p;
     const source = readVarint32(data, p, data.length);
     const line = readVarint64(data, decoded.offset, data.length);
-    if (source >= o.sources.length) throw new CorruptionError(originsPathFor(this.run.files[i].path), p, `source index ${source} out of range`);
+    if (source >= o.sources.length)
+      throw new CorruptionError(originsPathFor(this.run.files[i].path), p, `source index ${source} out of range`);
     return { file: o.sources[source], line };
   }
 

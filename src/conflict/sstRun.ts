@@ -95,7 +95,10 @@ export class SstRun {
       files.sort((a, b) => compareUserKeys(a.smallest, b.smallest));
       for (let i = 1; i < files.length; i++) {
         if (compareUserKeys(files[i - 1].largest, files[i].smallest) >= 0) {
-          throw new IngestError('INVALID_ARGUMENT', `SST files overlap: ${files[i - 1].path} ends at or after the start of ${files[i].path}; the check needs non-overlapping files`);
+          throw new IngestError(
+            'INVALID_ARGUMENT',
+            `SST files overlap: ${files[i - 1].path} ends at or after the start of ${files[i].path}; the check needs non-overlapping files`,
+          );
         }
       }
       return new SstRun(files);

@@ -77,7 +77,10 @@ import { maxCoveringSeq } from './rangedel/tombstoneIndex';
 
 /** The table options an engine lets a user choose for the files it writes. */
 export type EngineTableOptions = Partial<
-  Pick<TableBuilderOptions, 'formatVersion' | 'checksumType' | 'compression' | 'blockSizeBytes' | 'blockRestartInterval' | 'bloomBitsPerKey'>
+  Pick<
+    TableBuilderOptions,
+    'formatVersion' | 'checksumType' | 'compression' | 'blockSizeBytes' | 'blockRestartInterval' | 'bloomBitsPerKey'
+  >
 >;
 
 export interface EngineOptions extends CompactionOptions {
@@ -532,7 +535,8 @@ export class Engine {
     // Each L0 file is its own sorted run; deeper levels are one run each.
     for (const file of version.files[0]) children.push(new LevelIterator([file], this.tableCache, lowerBound, upperBound, { rangeDel }));
     for (let level = 1; level < NUM_LEVELS; level++) {
-      if (version.files[level].length > 0) children.push(new LevelIterator(version.files[level], this.tableCache, lowerBound, upperBound, { rangeDel }));
+      if (version.files[level].length > 0)
+        children.push(new LevelIterator(version.files[level], this.tableCache, lowerBound, upperBound, { rangeDel }));
     }
     return new DbIterator(
       new MergingIterator(children),
@@ -657,7 +661,11 @@ export class Engine {
    * ingested, the latch released. Writes inside the span wait meanwhile; writes outside go on.
    * See ingest/checkedIngestion.ts for the steps and the guarantee.
    */
-  async ingestExternalFilesChecked<R>(paths: readonly string[], check: IngestionCheck<R>, options?: IngestOptions): Promise<CheckedIngestion<R>> {
+  async ingestExternalFilesChecked<R>(
+    paths: readonly string[],
+    check: IngestionCheck<R>,
+    options?: IngestOptions,
+  ): Promise<CheckedIngestion<R>> {
     return ingestExternalFilesChecked(this.ingestionHost(), paths, check, options);
   }
 

@@ -71,7 +71,13 @@ export class LevelIterator implements BoundedInternalIterator {
   private filesWithTombstonesAdded: Set<number> | null = null;
   private readonly fillCache: boolean;
 
-  constructor(files: readonly FileMetaData[], tableCache: TableCache, lowerBound?: Buffer, upperBound?: Buffer, opts: LevelIteratorOptions = {}) {
+  constructor(
+    files: readonly FileMetaData[],
+    tableCache: TableCache,
+    lowerBound?: Buffer,
+    upperBound?: Buffer,
+    opts: LevelIteratorOptions = {},
+  ) {
     this.files = files;
     this.tableCache = tableCache;
     this.rangeDel = opts.rangeDel ?? null;

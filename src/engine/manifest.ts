@@ -62,7 +62,11 @@ export function applyEdit(state: ManifestState, edit: VersionEdit, file: string,
   for (const { level, file: meta } of edit.newFiles) {
     for (let l = 0; l < NUM_LEVELS; l++) {
       if (state.levels[l].has(meta.fileNumber)) {
-        throw new CorruptionError(file, offset, `edit adds file ${meta.fileNumber} to level ${level}, but it is already live in level ${l}`);
+        throw new CorruptionError(
+          file,
+          offset,
+          `edit adds file ${meta.fileNumber} to level ${level}, but it is already live in level ${l}`,
+        );
       }
     }
     state.levels[level].set(meta.fileNumber, meta);
@@ -101,7 +105,12 @@ export function readCurrent(dir: string): number | null {
 
 /** Points CURRENT at MANIFEST-`manifestNumber`, atomically and durably. */
 export function setCurrent(dir: string, manifestNumber: number): void {
-  replaceFileDurably(currentFileName(dir), tempFileName(dir, manifestNumber), Buffer.from(`${manifestBaseName(manifestNumber)}\n`, 'latin1'), dir);
+  replaceFileDurably(
+    currentFileName(dir),
+    tempFileName(dir, manifestNumber),
+    Buffer.from(`${manifestBaseName(manifestNumber)}\n`, 'latin1'),
+    dir,
+  );
 }
 
 export interface RecoveredManifest {
@@ -127,7 +136,10 @@ export function recoverManifest(dir: string): RecoveredManifest | null {
     throw new CorruptionError(path, 0, 'manifest holds no snapshot record');
   }
   if (state.comparator !== BYTEWISE_COMPARATOR_NAME) {
-    throw new IngestError('NOT_SUPPORTED', `database ${dir} uses comparator ${state.comparator}; only ${BYTEWISE_COMPARATOR_NAME} is supported`);
+    throw new IngestError(
+      'NOT_SUPPORTED',
+      `database ${dir} uses comparator ${state.comparator}; only ${BYTEWISE_COMPARATOR_NAME} is supported`,
+    );
   }
   let maxFileNumber = Math.max(manifestNumber, state.logNumber - 1);
   for (const level of state.levels) for (const n of level.keys()) maxFileNumber = Math.max(maxFileNumber, n);

@@ -133,7 +133,12 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     const logsToReplay = reserveFileNumbers(state, names);
 
     const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
-    const flushOptions: Omit<FlushOptions, 'fileNumber'> = { dir, table, entriesPerSlice: limits.flushSliceEntries, shouldAbort: () => false };
+    const flushOptions: Omit<FlushOptions, 'fileNumber'> = {
+      dir,
+      table,
+      entriesPerSlice: limits.flushSliceEntries,
+      shouldAbort: () => false,
+    };
     const initialArenaBytes = initialArenaSize(limits.writeBufferSizeBytes);
     const replayed = replayWals(state, logsToReplay, flushOptions, limits.writeBufferSizeBytes, initialArenaBytes);
 
@@ -243,7 +248,12 @@ function replayWals(
 ): { mem: Memtable; liveLogNumbers: number[]; report: RecoveryReport } {
   const replay = replayLogs(flushOptions.dir, logsToReplay, { writeBufferSizeBytes, initialArenaBytes, lastSequence: state.lastSequence });
   state.lastSequence = replay.lastSequence;
-  const report: RecoveryReport = { logsReplayed: logsToReplay, batchesReplayed: replay.batches, droppedTails: replay.droppedTails, tablesFlushedAtOpen: 0 };
+  const report: RecoveryReport = {
+    logsReplayed: logsToReplay,
+    batchesReplayed: replay.batches,
+    droppedTails: replay.droppedTails,
+    tablesFlushedAtOpen: 0,
+  };
   let mem = replay.memtables[replay.memtables.length - 1];
   let liveLogNumbers = logsToReplay.slice();
   if (replay.memtables.length > 1) {

@@ -198,7 +198,8 @@ export class VersionEdit {
           const fileSizeBytes = v64();
           const smallest = slice();
           const largest = slice();
-          if (smallest.length < TRAILER_BYTES || largest.length < TRAILER_BYTES) fail(`file ${fileNumber} has a bound shorter than an internal key`);
+          if (smallest.length < TRAILER_BYTES || largest.length < TRAILER_BYTES)
+            fail(`file ${fileNumber} has a bound shorter than an internal key`);
           const smallestSeq = v64();
           const largestSeq = v64();
           let globalSeqno: number | undefined;

@@ -59,7 +59,11 @@ export function replayLogs(dir: string, logNumbers: readonly number[], opts: Rep
       iterateRecords(record, sequence, null, source);
       if (count === 0) return;
       if (sequence <= previousBatchLastSeq) {
-        throw new CorruptionError(file, offset, `batch sequence ${sequence} does not follow the previous batch's last sequence ${previousBatchLastSeq}`);
+        throw new CorruptionError(
+          file,
+          offset,
+          `batch sequence ${sequence} does not follow the previous batch's last sequence ${previousBatchLastSeq}`,
+        );
       }
       let mem = memtables[memtables.length - 1];
       if (mem.approximateMemoryUsageBytes >= opts.writeBufferSizeBytes) {

@@ -189,7 +189,10 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     }
     this.mode = opts.mode ?? (opts.dryRun === true ? 'plan' : 'import');
     if (opts.outputDir !== undefined && this.mode !== 'check') {
-      throw new IngestError('INVALID_ARGUMENT', 'outputDir is for check mode: a plan or an import writes its SSTs to a private directory inside the database');
+      throw new IngestError(
+        'INVALID_ARGUMENT',
+        'outputDir is for check mode: a plan or an import writes its SSTs to a private directory inside the database',
+      );
     }
   }
 
@@ -226,7 +229,10 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const o = this.opts;
     const dir = o.dbDir;
     if (this.mode !== 'check' && o.onConflict === 'skip' && o.replaceRange !== undefined) {
-      throw new IngestError('USAGE', '--on-conflict skip cannot be combined with --replace-range: the range would delete the live values skip keeps');
+      throw new IngestError(
+        'USAGE',
+        '--on-conflict skip cannot be combined with --replace-range: the range would delete the live values skip keeps',
+      );
     }
     if (o.engine !== undefined && path.resolve(o.engine.dir) !== path.resolve(dir)) {
       throw new IngestError('INVALID_ARGUMENT', `the engine given is open at ${o.engine.dir}, not at ${dir}`);
@@ -293,7 +299,13 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   }
 
   private async checkOnly(engine: Engine, summary: ImportSummary, keySpec: KeySpec): Promise<DbCheckResult> {
-    const report = await this.withCheckOptions(summary, keySpec, (check) => checkSstConflictsSliced(engine, summary.outputFiles.map((f) => f.path), check));
+    const report = await this.withCheckOptions(summary, keySpec, (check) =>
+      checkSstConflictsSliced(
+        engine,
+        summary.outputFiles.map((f) => f.path),
+        check,
+      ),
+    );
     this.writeReport(report);
     return { mode: 'check', db: this.opts.dbDir, import: summary, report, reportPath: this.opts.reportPath ?? null };
   }
@@ -369,7 +381,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
         rewrittenFiles: decision.rewritten.length,
         emptiedFiles: decision.emptied.length,
       },
-      replaceRange: replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
+      replaceRange:
+        replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
       ingest: null,
       plan: null,
     };
@@ -438,7 +451,10 @@ function conflictError(result: DbCheckedImport, consequence: string): IngestErro
   const first = result.report.conflicts[0];
   const source = first?.source ?? null;
   const example = first !== undefined ? `; first: key ${first.key}${source !== null ? ` (${source.file} line ${source.line})` : ''}` : '';
-  return new IngestError('CONFLICT', `${result.report.summary.conflicts} key(s) would change a live value in ${result.db}${consequence}${example}`);
+  return new IngestError(
+    'CONFLICT',
+    `${result.report.summary.conflicts} key(s) would change a live value in ${result.db}${consequence}${example}`,
+  );
 }
 
 /** The range to replace, bounds defaulted from the import's span; undefined when not asked for. */
@@ -470,7 +486,6 @@ function fileOf(f: PlannedFile, fileNumber: number | null): DbImportFile {
   };
 }
 
-
 function planOf(plan: IngestionPlan): NonNullable<DbImportResult['plan']> {
   return { files: plan.files.map((f) => fileOf(f, null)), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence };
 }
@@ -478,6 +493,7 @@ function planOf(plan: IngestionPlan): NonNullable<DbImportResult['plan']> {
 /** Convenience: run one import (or, with dryRun or mode 'plan', one plan) into a database. */
 export async function importIntoDb(opts: DbImportOptions): Promise<DbImportResult> {
   const { mode } = opts;
-  if (mode === 'check') throw new IngestError('INVALID_ARGUMENT', "importIntoDb imports or plans; a check is new DbImport({ mode: 'check', ... }).run()");
+  if (mode === 'check')
+    throw new IngestError('INVALID_ARGUMENT', "importIntoDb imports or plans; a check is new DbImport({ mode: 'check', ... }).run()");
   return new DbImport({ ...opts, mode }).run();
 }

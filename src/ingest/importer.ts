@@ -125,7 +125,15 @@ export interface ImportSummary {
     examples: { key: string; first: RowLocation; duplicate: RowLocation }[];
   };
   outputDir: string;
-  outputFiles: { path: string; fileSizeBytes: number; entries: number; smallestKey: string; largestKey: string; smallestKeyHex: string; largestKeyHex: string }[];
+  outputFiles: {
+    path: string;
+    fileSizeBytes: number;
+    entries: number;
+    smallestKey: string;
+    largestKey: string;
+    smallestKeyHex: string;
+    largestKeyHex: string;
+  }[];
   runs: number;
   runBytes: number;
   phases: { parseSeconds: number; mergeSeconds: number; publishSeconds: number; totalSeconds: number };
@@ -218,7 +226,8 @@ export class CsvImport {
         runs: outcome.runs,
         seconds: { parse: (tParsed - t0) / 1000, merge: (tMerged - tParsed) / 1000, publish: (tPublished - tMerged) / 1000 },
       });
-      if (o.writeSummaryFile ?? true) writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+      if (o.writeSummaryFile ?? true)
+        writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
       return summary;
     } finally {
       this.cleanupSync();
@@ -245,7 +254,11 @@ export class CsvImport {
     const parserChoice = o.parser ?? 'auto';
     if (parserChoice === 'fast' && refusal !== null) throw new IngestError('USAGE', `--parser fast cannot run this dialect: ${refusal}`);
     const fast = parserChoice !== 'csv-parse' && refusal === null;
-    const parserReason = fast ? 'single-byte delimiter/quote/comment with quote doubling' : parserChoice === 'csv-parse' ? 'requested with --parser csv-parse' : (refusal as string);
+    const parserReason = fast
+      ? 'single-byte delimiter/quote/comment with quote doubling'
+      : parserChoice === 'csv-parse'
+        ? 'requested with --parser csv-parse'
+        : (refusal as string);
     const inputSizes = o.inputs.map((p) => (p === '-' ? null : statSize(p)));
     return {
       dialect,
@@ -276,7 +289,8 @@ export class CsvImport {
     };
     const explicitThreads = o.parseThreads !== undefined;
     const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
-    const parallel = s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
+    const parallel =
+      s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
     const threads = parallel ? requestedThreads : 0;
     try {
       const outcome = parallel
@@ -293,7 +307,11 @@ export class CsvImport {
   }
 
   /** Phase 2: merge the runs into SSTs (in key ranges on merge workers when asked); the duplicate policy applies here. */
-  private async merge(s: ImportSetup, outcome: ParseOutcome, locate: Locator): Promise<{ merge: MergeResult; written: WrittenFile[]; mergeThreads: number }> {
+  private async merge(
+    s: ImportSetup,
+    outcome: ParseOutcome,
+    locate: Locator,
+  ): Promise<{ merge: MergeResult; written: WrittenFile[]; mergeThreads: number }> {
     const o = this.opts;
     let runs = outcome.runs;
     const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
@@ -316,7 +334,15 @@ export class CsvImport {
     try {
       if (ranges.length > 1 || (ranges.length === 1 && o.mergeOffMainThread === true)) {
         const readBufferBytes = s.budget.mergeReadBufferBytes(runs.length * ranges.length);
-        const base = { policy: s.policy, readBufferBytes, outputDir: o.outputDir, token: this.token, targetFileSizeBytes: s.targetFileSizeBytes, sstOptions, rowOrigins };
+        const base = {
+          policy: s.policy,
+          readBufferBytes,
+          outputDir: o.outputDir,
+          token: this.token,
+          targetFileSizeBytes: s.targetFileSizeBytes,
+          sstOptions,
+          rowOrigins,
+        };
         ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress, o.workerNiceness ?? 0));
       } else {
         this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, sstOptions, rowOrigins);
@@ -340,14 +366,24 @@ export class CsvImport {
       throw new IngestError('IO', `cannot create --output-dir ${dir}: ${(e as Error).message}`, { cause: e });
     }
     const existing = fs.readdirSync(dir).filter((f) => f.endsWith('.sst'));
-    if (existing.length > 0) throw new IngestError('USAGE', `--output-dir ${dir} already holds SST files (${existing.slice(0, 3).join(', ')}...); import into an empty directory`);
+    if (existing.length > 0)
+      throw new IngestError(
+        'USAGE',
+        `--output-dir ${dir} already holds SST files (${existing.slice(0, 3).join(', ')}...); import into an empty directory`,
+      );
   }
 
   private nextRunPath(): string {
     return path.join(this.workDir as string, `run-${String(++this.runCounter).padStart(6, '0')}.run`);
   }
 
-  private async parseInProcess(inputs: string[], settings: ParseSettings, fast: boolean, budget: MemoryBudget, progress: Progress): Promise<ParseOutcome> {
+  private async parseInProcess(
+    inputs: string[],
+    settings: ParseSettings,
+    fast: boolean,
+    budget: MemoryBudget,
+    progress: Progress,
+  ): Promise<ParseOutcome> {
     const buffer = new SortBuffer(budget.parserShare(1).sortBufferBytes);
     const runs: RunInfo[] = [];
     const sources: SourceInfo[] = inputs.map((file) => ({ file, lineOffset: 0 }));
@@ -377,7 +413,8 @@ export class CsvImport {
       sink.source = i;
       sink.expectHeader = settings.plan.header;
       const src = await openByteSource(inputs[i]);
-      const onProgress = (consumed: number): void => progress.update({ phase: 'parse', doneBytes: doneBefore + consumed, totalBytes: total, rows: sink.rows, totalRows: null });
+      const onProgress = (consumed: number): void =>
+        progress.update({ phase: 'parse', doneBytes: doneBefore + consumed, totalBytes: total, rows: sink.rows, totalRows: null });
       try {
         if (fast) await readCsvFast(src, settings.dialect, sink, { onProgress, window: buffer.windowRegion() });
         else await readCsvWithCsvParse(src, settings.dialect, sink, { onProgress });
@@ -388,7 +425,17 @@ export class CsvImport {
       }
     }
     spill();
-    return { runs, sources, rowsRead: sink.rows, badRowCount: sink.badRowCount, badRows: sink.badRows, bound: sink.bound, inputBytes, ranges: 0, rangesRetried: 0 };
+    return {
+      runs,
+      sources,
+      rowsRead: sink.rows,
+      badRowCount: sink.badRowCount,
+      badRows: sink.badRows,
+      bound: sink.bound,
+      inputBytes,
+      ranges: 0,
+      rangesRetried: 0,
+    };
   }
 
   private summarize(a: {
@@ -429,7 +476,11 @@ export class CsvImport {
       duplicates: {
         policy: a.policy,
         count: a.merge.duplicateCount,
-        examples: a.merge.duplicates.map((d) => ({ key: fmt(d.key), first: a.locate(d.first.source, d.first.line), duplicate: a.locate(d.duplicate.source, d.duplicate.line) })),
+        examples: a.merge.duplicates.map((d) => ({
+          key: fmt(d.key),
+          first: a.locate(d.first.source, d.first.line),
+          duplicate: a.locate(d.duplicate.source, d.duplicate.line),
+        })),
       },
       outputDir: a.o.outputDir,
       outputFiles: a.written.map((f, i) => {
@@ -447,7 +498,12 @@ export class CsvImport {
       }),
       runs: a.runs.length,
       runBytes: a.runs.reduce((s, r) => s + r.bytes, 0),
-      phases: { parseSeconds: round(a.seconds.parse), mergeSeconds: round(a.seconds.merge), publishSeconds: round(a.seconds.publish), totalSeconds: round(total) },
+      phases: {
+        parseSeconds: round(a.seconds.parse),
+        mergeSeconds: round(a.seconds.merge),
+        publishSeconds: round(a.seconds.publish),
+        totalSeconds: round(total),
+      },
       rowsPerSecond: Math.round(a.outcome.rowsRead / Math.max(total, 1e-9)),
       inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
       memoryLimitBytes: a.memoryLimitBytes,
@@ -472,7 +528,10 @@ function duplicateKeysError(merge: MergeResult, keySpec: KeySpec, locate: Locato
     return `  key ${keySpec.format(d.key)}: ${b.file} line ${b.line} repeats ${a.file} line ${a.line}`;
   });
   const more = merge.duplicateCount > merge.duplicates.length ? `\n  ... and ${merge.duplicateCount - merge.duplicates.length} more` : '';
-  return new IngestError('DUPLICATE_KEY', `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`);
+  return new IngestError(
+    'DUPLICATE_KEY',
+    `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`,
+  );
 }
 
 /** The origins files' view of the row sources: one name per input, a line offset per source. */

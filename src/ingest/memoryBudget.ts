@@ -44,14 +44,16 @@ export interface ParserShare {
 
 export class MemoryBudget {
   constructor(readonly memoryLimitBytes: number = DEFAULT_MEMORY_LIMIT_BYTES) {
-    if (memoryLimitBytes < MIN_MEMORY_LIMIT_BYTES) throw new IngestError('USAGE', `--memory-limit must be at least ${MIN_MEMORY_LIMIT_BYTES} bytes`);
+    if (memoryLimitBytes < MIN_MEMORY_LIMIT_BYTES)
+      throw new IngestError('USAGE', `--memory-limit must be at least ${MIN_MEMORY_LIMIT_BYTES} bytes`);
   }
 
   /** The share of each of `parsers` parsers running at once (1 for the in-process parse). */
   parserShare(parsers: number): ParserShare {
     assert(Number.isInteger(parsers) && parsers >= 1, `parser count ${parsers}`);
     const sortBufferBytes = Math.floor((this.memoryLimitBytes - parsers * PARSER_FIXED_BYTES) / parsers);
-    if (sortBufferBytes < MIN_PARSER_SORT_BUFFER_BYTES) throw new IngestError('USAGE', `--memory-limit ${this.memoryLimitBytes} is too small for ${parsers} parse threads`);
+    if (sortBufferBytes < MIN_PARSER_SORT_BUFFER_BYTES)
+      throw new IngestError('USAGE', `--memory-limit ${this.memoryLimitBytes} is too small for ${parsers} parse threads`);
     this.assertWithin(parsers * (sortBufferBytes + PARSER_FIXED_BYTES), `${parsers} parser share(s)`);
     return { sortBufferBytes, fixedBytes: PARSER_FIXED_BYTES };
   }

@@ -46,7 +46,6 @@ const LEGACY_MAX_TOTAL_BITS = 0xffff0000;
 /** FastLocalBloom's largest length before rounding. */
 const FAST_LOCAL_BLOOM_MAX_BYTES = 0xffffffc0;
 
-
 /**
  * RocksDB's millibits per key for a configured bits per key, or 0 for "no filter".
  * NaN is rejected (RocksDB would silently turn it into 100).
@@ -116,7 +115,7 @@ export function fastRange32(hash: number, range: number): number {
   // every filter up to 2^21 lines (128 MiB), i.e. all but the largest, with one multiply.
   if (range <= FAST_RANGE_EXACT_MAX) return Math.floor((hash >>> 0) * range * TWO_POW_MINUS_32);
   // hash = hi16 * 2^16 + lo16; both partial products stay below 2^48, exact in a double.
-  const partial = (hash >>> 16) * range + Math.floor((hash & 0xffff) * range / 65536);
+  const partial = (hash >>> 16) * range + Math.floor(((hash & 0xffff) * range) / 65536);
   return Math.floor(partial / 65536);
 }
 

@@ -107,7 +107,8 @@ export const LZ4_NAPI_SIZE_BYTES = 4;
  * verify its checksum first. Returns a new buffer (it can be kept, e.g. in the block cache).
  */
 export function lz4DecompressBlockInPlace(buf: Buffer, start: number, end: number, formatVersion: number): Buffer {
-  if (start < LZ4_NAPI_SIZE_BYTES || end > buf.length || start > end) throw new RangeError(`LZ4 payload [${start}, ${end}) leaves no room for the size prefix`);
+  if (start < LZ4_NAPI_SIZE_BYTES || end > buf.length || start > end)
+    throw new RangeError(`LZ4 payload [${start}, ${end}) leaves no room for the size prefix`);
   if (formatVersion < 2) return lz4DecompressBlock(buf.subarray(start, end), formatVersion);
   const size = readVarint32(buf, start, end);
   const bodyStart = decoded.offset;

@@ -16,13 +16,7 @@
 import { BlockHandle, ByteSink, putBlockHandle, readBlockHandle, decoded, varintLength } from '../util/coding';
 import { CorruptionError, assert } from '../util/errors';
 import { ChecksumType } from './checksum';
-import {
-  BLOCK_BASED_TABLE_MAGIC,
-  FOOTER_BYTES,
-  FOOTER_HANDLES_BYTES,
-  LEGACY_BLOCK_BASED_TABLE_MAGIC,
-  LEGACY_FOOTER_BYTES,
-} from './format';
+import { BLOCK_BASED_TABLE_MAGIC, FOOTER_BYTES, FOOTER_HANDLES_BYTES, LEGACY_BLOCK_BASED_TABLE_MAGIC, LEGACY_FOOTER_BYTES } from './format';
 
 export interface Footer {
   checksumType: ChecksumType;
@@ -53,7 +47,11 @@ export function encodeFooter(f: Omit<Footer, 'footerBytes'>): Buffer {
  */
 export function decodeFooter(tail: Buffer, fileSize: number, fileName: string): Footer {
   if (tail.length < LEGACY_FOOTER_BYTES) {
-    throw new CorruptionError(fileName, 0, `file of ${fileSize} bytes is too short to be an SST (a footer alone is ${LEGACY_FOOTER_BYTES} bytes)`);
+    throw new CorruptionError(
+      fileName,
+      0,
+      `file of ${fileSize} bytes is too short to be an SST (a footer alone is ${LEGACY_FOOTER_BYTES} bytes)`,
+    );
   }
   const magic = tail.readBigUInt64LE(tail.length - 8);
   let f: Footer;
@@ -62,7 +60,8 @@ export function decodeFooter(tail: Buffer, fileSize: number, fileName: string): 
     const base = tail.length - FOOTER_BYTES;
     const footerOffset = fileSize - FOOTER_BYTES;
     const checksumType = tail[base];
-    if (checksumType > ChecksumType.XXH3) throw new CorruptionError(fileName, footerOffset, `unknown checksum type ${checksumType} in footer`);
+    if (checksumType > ChecksumType.XXH3)
+      throw new CorruptionError(fileName, footerOffset, `unknown checksum type ${checksumType} in footer`);
     const formatVersion = tail.readUInt32LE(base + 1 + FOOTER_HANDLES_BYTES);
     const { metaindexHandle, indexHandle } = decodeHandles(tail, base + 1, fileName, footerOffset);
     requireZeroPadding(tail, decoded.offset, base + 1 + FOOTER_HANDLES_BYTES, fileName, footerOffset);
@@ -77,7 +76,10 @@ export function decodeFooter(tail: Buffer, fileSize: number, fileName: string): 
     throw new CorruptionError(fileName, fileSize - 8, `bad table magic number 0x${magic.toString(16)} (not a block-based SST file)`);
   }
   const footerOffset = fileSize - f.footerBytes;
-  for (const [name, h] of [['metaindex', f.metaindexHandle], ['index', f.indexHandle]] as const) {
+  for (const [name, h] of [
+    ['metaindex', f.metaindexHandle],
+    ['index', f.indexHandle],
+  ] as const) {
     if (h.offset + h.size + 5 > footerOffset) {
       throw new CorruptionError(fileName, footerOffset, `${name} handle (${h.offset}, ${h.size}) points past the footer`);
     }
@@ -85,7 +87,12 @@ export function decodeFooter(tail: Buffer, fileSize: number, fileName: string): 
   return f;
 }
 
-function decodeHandles(buf: Buffer, pos: number, fileName: string, footerOffset: number): { metaindexHandle: BlockHandle; indexHandle: BlockHandle } {
+function decodeHandles(
+  buf: Buffer,
+  pos: number,
+  fileName: string,
+  footerOffset: number,
+): { metaindexHandle: BlockHandle; indexHandle: BlockHandle } {
   const limit = pos + FOOTER_HANDLES_BYTES;
   try {
     const metaindexHandle = readBlockHandle(buf, pos, limit);
@@ -93,7 +100,11 @@ function decodeHandles(buf: Buffer, pos: number, fileName: string, footerOffset:
     // Writers encode varints minimally. A non-minimal encoding (a trailing 0x00 continuation
     // group) decodes to the same value, so without this check a flipped high bit in a handle
     // byte could be absorbed by the zero padding and go unnoticed.
-    const minimalBytes = varintLength(metaindexHandle.offset) + varintLength(metaindexHandle.size) + varintLength(indexHandle.offset) + varintLength(indexHandle.size);
+    const minimalBytes =
+      varintLength(metaindexHandle.offset) +
+      varintLength(metaindexHandle.size) +
+      varintLength(indexHandle.offset) +
+      varintLength(indexHandle.size);
     if (decoded.offset - pos !== minimalBytes) throw new RangeError('block handle varints are not minimally encoded');
     return { metaindexHandle, indexHandle };
   } catch (e) {

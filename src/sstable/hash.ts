@@ -229,11 +229,13 @@ function hash4to8(d: Uint8Array, start: number, len: number): void {
   const mLo = (mSum | 0) ^ (mHi >>> 15); // m >> 47 has only bits 47..63 of m
   // h = m * P64_2 (mod 2^64)
   const hLo = Math.imul(mLo, P64_2_LO);
-  const hHi = ((((mLo >>> 0) * (P64_2_LO >>> 0) - (hLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(mHi, P64_2_LO) + Math.imul(mLo, P64_2_HI);
+  const hHi =
+    ((((mLo >>> 0) * (P64_2_LO >>> 0) - (hLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(mHi, P64_2_LO) + Math.imul(mLo, P64_2_HI);
   // avalanche: h ^= h >> 37; h *= P64_3; h ^= h >> 32
   const xLo = hLo ^ (hHi >>> 5);
   const rLo = Math.imul(xLo, P64_3_LO);
-  const rHi = ((((xLo >>> 0) * (P64_3_LO >>> 0) - (rLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(hHi, P64_3_LO) + Math.imul(xLo, P64_3_HI);
+  const rHi =
+    ((((xLo >>> 0) * (P64_3_LO >>> 0) - (rLo >>> 0)) * TWO_POW_MINUS_32 + 0.5) | 0) + Math.imul(hHi, P64_3_LO) + Math.imul(xLo, P64_3_HI);
   R[HI] = rHi;
   R[LO] = rLo ^ rHi;
 }
@@ -451,16 +453,7 @@ export function xxph3Reference(d: Uint8Array): bigint {
     a += mix(L - 16, 119);
     return refAvalanche(a & MASK64);
   }
-  const acc = [
-    0xc2b2ae3dn,
-    P64_1,
-    P64_2,
-    0x165667b19e3779f9n,
-    0x85ebca77c2b2ae63n,
-    0x85ebca77n,
-    0x27d4eb2f165667c5n,
-    0x9e3779b1n,
-  ];
+  const acc = [0xc2b2ae3dn, P64_1, P64_2, 0x165667b19e3779f9n, 0x85ebca77c2b2ae63n, 0x85ebca77n, 0x27d4eb2f165667c5n, 0x9e3779b1n];
   const stripe = (i: number, s: number): void => {
     for (let j = 0; j < 8; j++) {
       const dv = ref64(d, i + 8 * j);

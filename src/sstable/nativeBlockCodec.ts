@@ -20,7 +20,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 
-export type NativeCodecErrorCode = 'SHORT_READ' | 'IO' | 'CHECKSUM_MISMATCH' | 'LZ4_MALFORMED' | 'UNSUPPORTED_COMPRESSION' | 'INVALID_ARGUMENT';
+export type NativeCodecErrorCode =
+  'SHORT_READ' | 'IO' | 'CHECKSUM_MISMATCH' | 'LZ4_MALFORMED' | 'UNSUPPORTED_COMPRESSION' | 'INVALID_ARGUMENT';
 
 export interface NativeCodecError extends Error {
   code: NativeCodecErrorCode;
@@ -48,7 +49,16 @@ export interface NativeBlockCodec {
    * The same, decoding into dest[destOffset, dest.length) instead of a new Buffer: returns the
    * decoded length, or minus the length needed when it does not fit (dest is then untouched).
    */
-  readBlock(fd: number, position: number, blockBytes: number, checksumType: number, verify: boolean, maxDecodedBytes: number, dest: Uint8Array, destOffset: number): number;
+  readBlock(
+    fd: number,
+    position: number,
+    blockBytes: number,
+    checksumType: number,
+    verify: boolean,
+    maxDecodedBytes: number,
+    dest: Uint8Array,
+    destOffset: number,
+  ): number;
   /** Low 32 bits of XXH3-64 (seed 0) of data[start, end). */
   xxh3Low32(data: Uint8Array, start: number, end: number): number;
   /** Decodes the raw LZ4 block src[srcStart, srcEnd) into exactly all of dst, or throws LZ4_MALFORMED. */

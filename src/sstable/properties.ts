@@ -311,7 +311,6 @@ export function decodePropertyMap(map: Map<string, Buffer>): TableProperties {
 // Load-time guard: every fixed-width / string property name in src/sstable/format.ts is handled above.
 const HANDLED_FIXED = [Prop.IndexType, Prop.ExternalSstVersion, Prop.GlobalSeqno];
 assert(
-  HANDLED_FIXED.every((n) => FIXED32_PROPERTIES.has(n) || FIXED64_PROPERTIES.has(n)) &&
-    STRINGS.every(([n]) => STRING_PROPERTIES.has(n)),
+  HANDLED_FIXED.every((n) => FIXED32_PROPERTIES.has(n) || FIXED64_PROPERTIES.has(n)) && STRINGS.every(([n]) => STRING_PROPERTIES.has(n)),
   'src/sstable/properties.ts and src/sstable/format.ts agree on property encodings',
 );

@@ -70,7 +70,10 @@ export class BlockBuilder {
   private lastKeyView: Buffer;
 
   constructor(options: BlockBuilderOptions) {
-    assert(Number.isInteger(options.restartInterval) && options.restartInterval >= 1, `restart interval ${options.restartInterval} must be a positive integer`);
+    assert(
+      Number.isInteger(options.restartInterval) && options.restartInterval >= 1,
+      `restart interval ${options.restartInterval} must be a positive integer`,
+    );
     this.restartInterval = options.restartInterval;
     this.valueDeltaEncoding = options.valueDeltaEncoding ?? false;
     this.keyOrder = options.keyOrder;
@@ -227,4 +230,3 @@ export function commonPrefixLength(a: Uint8Array, aLength: number, b: Uint8Array
   while (i < n && a[i] === b[i]) i++;
   return i;
 }
-

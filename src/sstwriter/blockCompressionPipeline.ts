@@ -181,7 +181,10 @@ export class BlockCompressionPipeline<Tag> {
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     const { batchTargetBytes, maxBlocksPerBatch, maxBatchesInFlight } = this.limits;
-    assert(Number.isInteger(batchTargetBytes) && batchTargetBytes >= 1 && batchTargetBytes <= MAX_BLOCK_BYTES, 'batchTargetBytes out of range');
+    assert(
+      Number.isInteger(batchTargetBytes) && batchTargetBytes >= 1 && batchTargetBytes <= MAX_BLOCK_BYTES,
+      'batchTargetBytes out of range',
+    );
     assert(Number.isInteger(maxBlocksPerBatch) && maxBlocksPerBatch >= 1, 'maxBlocksPerBatch must be a positive integer');
     assert(Number.isInteger(maxBatchesInFlight) && maxBatchesInFlight >= 1, 'maxBatchesInFlight must be a positive integer');
     const shared = acquireCompressionWorker();
@@ -190,7 +193,11 @@ export class BlockCompressionPipeline<Tag> {
     const channel = new MessageChannel();
     this.port = channel.port1;
     // Only the fields the worker needs (callers may pass a larger options object).
-    const workerSettings: BlockStorageSettings = { compression: settings.compression, formatVersion: settings.formatVersion, checksumType: settings.checksumType };
+    const workerSettings: BlockStorageSettings = {
+      compression: settings.compression,
+      formatVersion: settings.formatVersion,
+      checksumType: settings.checksumType,
+    };
     const attach: AttachMessage = { port: channel.port2, settings: workerSettings };
     shared.worker.postMessage(attach, [channel.port2]);
     this.batch = Buffer.from(new ArrayBuffer(batchTargetBytes));
@@ -206,7 +213,8 @@ export class BlockCompressionPipeline<Tag> {
     this.batchBytes += contents.length;
     this.batchEnds.push(this.batchBytes);
     this.batchTags.push(tag);
-    if (this.batchBytes >= this.limits.batchTargetBytes || this.batchEnds.length >= this.limits.maxBlocksPerBatch) this.guard(() => this.sendBatch());
+    if (this.batchBytes >= this.limits.batchTargetBytes || this.batchEnds.length >= this.limits.maxBlocksPerBatch)
+      this.guard(() => this.sendBatch());
   }
 
   /** Upper bound of the file bytes of every block submitted but not yet delivered. */
@@ -267,7 +275,7 @@ export class BlockCompressionPipeline<Tag> {
   /** Delivers the oldest batch in flight; if it is not back yet, waits (`wait`) or returns false. */
   private deliverNext(wait: boolean): boolean {
     let reply: BatchReply | undefined;
-    for (let deadline = -1; ; ) {
+    for (let deadline = -1; ;) {
       // Read the counter before looking, so a reply posted in between ends the wait at once.
       const completions = Atomics.load(this.control, CONTROL_COMPLETIONS);
       const m = receiveMessageOnPort(this.port);
@@ -290,8 +298,10 @@ export class BlockCompressionPipeline<Tag> {
     assert(batch !== undefined, 'a compression reply arrived with no batch in flight');
     this.inFlightMaxStoredBytes -= batch.maxStoredBytes;
     if ('error' in reply) throw new IngestError('IO', `block compression failed: ${reply.error}`);
-    if (reply.storedSizes.length !== batch.tags.length) assert(false, `compression reply has ${reply.storedSizes.length} blocks, the batch ${batch.tags.length}`);
-    if (reply.input.byteLength === this.limits.batchTargetBytes && this.spareBuffers.length < MAX_SPARE_BUFFERS) this.spareBuffers.push(reply.input);
+    if (reply.storedSizes.length !== batch.tags.length)
+      assert(false, `compression reply has ${reply.storedSizes.length} blocks, the batch ${batch.tags.length}`);
+    if (reply.input.byteLength === this.limits.batchTargetBytes && this.spareBuffers.length < MAX_SPARE_BUFFERS)
+      this.spareBuffers.push(reply.input);
     this.deliver({ bytes: Buffer.from(reply.output, 0, reply.outputBytes), storedSizes: reply.storedSizes, tags: batch.tags });
     return true;
   }

@@ -56,7 +56,11 @@ export type BatchReply = { input: ArrayBuffer; output: ArrayBuffer; outputBytes:
  * input plus one trailer per block, which always suffices (a block is stored compressed only if
  * that is smaller); it is not trimmed, which would copy it.
  */
-export function storeBatch(input: Buffer, blockEnds: Int32Array, settings: BlockStorageSettings): { output: ArrayBuffer; outputBytes: number; storedSizes: Int32Array } {
+export function storeBatch(
+  input: Buffer,
+  blockEnds: Int32Array,
+  settings: BlockStorageSettings,
+): { output: ArrayBuffer; outputBytes: number; storedSizes: Int32Array } {
   const blocks = blockEnds.length;
   const inputBytes = blocks === 0 ? 0 : blockEnds[blocks - 1];
   const output = new ArrayBuffer(inputBytes + blocks * BLOCK_TRAILER_BYTES);

@@ -74,7 +74,11 @@ export class FileSink implements TableSink {
         done += fs.writeSync(this.fd, data, done, data.length - done, this.writtenBytes + done);
       }
     } catch (e) {
-      throw new IngestError('IO', `write of ${data.length} bytes at offset ${this.writtenBytes} to ${this.fileName} failed: ${(e as Error).message}`, { cause: e });
+      throw new IngestError(
+        'IO',
+        `write of ${data.length} bytes at offset ${this.writtenBytes} to ${this.fileName} failed: ${(e as Error).message}`,
+        { cause: e },
+      );
     }
     this.writtenBytes += data.length;
   }

@@ -59,10 +59,7 @@ export interface FilterBuilder {
 // ---------------------------------------------------------------------------------------------
 
 function tooManyKeys(maxEntries: number): IngestError {
-  return new IngestError(
-    'INVALID_ARGUMENT',
-    `a filter block holds at most ${maxEntries} distinct keys; cut the table into smaller files`,
-  );
+  return new IngestError('INVALID_ARGUMENT', `a filter block holds at most ${maxEntries} distinct keys; cut the table into smaller files`);
 }
 
 function initialCapacity(maxEntries: number): number {
@@ -84,7 +81,10 @@ class LegacyBloomBuilder implements FilterBuilder {
   private readonly wholeBitsPerKey: number;
   private readonly numProbes: number;
 
-  constructor(millibits: number, private readonly maxEntries: number) {
+  constructor(
+    millibits: number,
+    private readonly maxEntries: number,
+  ) {
     this.hashes = new Uint32Array(initialCapacity(maxEntries));
     this.wholeBitsPerKey = legacyWholeBitsPerKey(millibits);
     this.numProbes = legacyNumProbes(this.wholeBitsPerKey);
@@ -128,7 +128,10 @@ class FastLocalBloomBuilder implements FilterBuilder {
   private count = 0;
   private readonly numProbes: number;
 
-  constructor(private readonly millibits: number, private readonly maxEntries: number) {
+  constructor(
+    private readonly millibits: number,
+    private readonly maxEntries: number,
+  ) {
     this.hashLo = new Uint32Array(initialCapacity(maxEntries));
     this.hashHi = new Uint32Array(initialCapacity(maxEntries));
     this.numProbes = fastLocalBloomNumProbes(millibits);

@@ -127,7 +127,8 @@ export class IndexBuilder {
     const fv = options.formatVersion;
     this.deltaValues = fv >= 4;
     this.internalKeyBlock = new BlockBuilder({ restartInterval: options.restartInterval, valueDeltaEncoding: this.deltaValues });
-    this.userKeyBlock = fv >= 3 ? new BlockBuilder({ restartInterval: options.restartInterval, valueDeltaEncoding: this.deltaValues }) : null;
+    this.userKeyBlock =
+      fv >= 3 ? new BlockBuilder({ restartInterval: options.restartInterval, valueDeltaEncoding: this.deltaValues }) : null;
   }
 
   /**

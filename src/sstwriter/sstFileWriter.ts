@@ -75,7 +75,11 @@ export class SstFileWriter {
     this.path = path;
     this.tempPath = `${path}.${randomBytes(6).toString('hex')}.tmp`;
     // Background compression is on unless asked otherwise: it only moves work to another core.
-    this.table = new TableFileWriter(this.tempPath, { ...options, backgroundCompression: options.backgroundCompression ?? true, externalFile: true });
+    this.table = new TableFileWriter(this.tempPath, {
+      ...options,
+      backgroundCompression: options.backgroundCompression ?? true,
+      externalFile: true,
+    });
   }
 
   put(userKey: Uint8Array, value: Uint8Array): void {
@@ -102,7 +106,10 @@ export class SstFileWriter {
   deleteRange(startUserKey: Uint8Array, endUserKey: Uint8Array): void {
     this.checkOpen();
     if (Buffer.compare(startUserKey, endUserKey) >= 0) {
-      throw new IngestError('INVALID_ARGUMENT', `deleteRange start ${formatKey(startUserKey)} must be below its end ${formatKey(endUserKey)}`);
+      throw new IngestError(
+        'INVALID_ARGUMENT',
+        `deleteRange start ${formatKey(startUserKey)} must be below its end ${formatKey(endUserKey)}`,
+      );
     }
     this.table.addRangeTombstone(startUserKey, endUserKey, EXTERNAL_FILE_SEQUENCE);
   }
@@ -113,7 +120,10 @@ export class SstFileWriter {
     this.done = true;
     if (this.table.numEntries() === 0) {
       this.table.abort();
-      throw new IngestError('INVALID_ARGUMENT', `cannot create SST file ${this.path} with no entries (no keys and no range tombstones were added)`);
+      throw new IngestError(
+        'INVALID_ARGUMENT',
+        `cannot create SST file ${this.path} with no entries (no keys and no range tombstones were added)`,
+      );
     }
     let meta;
     try {
@@ -192,7 +202,11 @@ export class SstFileWriter {
   private checkOpen(): void {
     if (this.done) throw new IngestError('INVALID_ARGUMENT', `SstFileWriter for ${this.path} is already finished or aborted`);
     if (this.failure !== null) {
-      throw new IngestError('INVALID_ARGUMENT', `SstFileWriter for ${this.path} failed earlier (${(this.failure as Error).message}); call abort()`, { cause: this.failure });
+      throw new IngestError(
+        'INVALID_ARGUMENT',
+        `SstFileWriter for ${this.path} failed earlier (${(this.failure as Error).message}); call abort()`,
+        { cause: this.failure },
+      );
     }
   }
 }

@@ -46,11 +46,32 @@ import { CompressionType, compressionName } from '../sstable/compression';
 import { BLOOM_FILTER_POLICY_NAME } from '../sstable/bloomFilter';
 import { FilterBuilder, createFilterBuilder } from './filterBuilder';
 import { encodeFooter } from '../sstable/footer';
-import { DEFAULT_FORMAT_VERSION, MAX_SUPPORTED_FORMAT_VERSION, META_FULL_FILTER, META_PROPERTIES, META_RANGE_DEL, MIN_SUPPORTED_FORMAT_VERSION } from '../sstable/format';
+import {
+  DEFAULT_FORMAT_VERSION,
+  MAX_SUPPORTED_FORMAT_VERSION,
+  META_FULL_FILTER,
+  META_PROPERTIES,
+  META_RANGE_DEL,
+  MIN_SUPPORTED_FORMAT_VERSION,
+} from '../sstable/format';
 import { IndexBuilder, PreparedIndexKey, prepareIndexKey } from './indexBuilder';
-import { MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType, compareInternalKeys, formatKey, makeInternalKey, sequenceOf } from '../base/internalKey';
+import {
+  MAX_SEQUENCE_NUMBER,
+  TRAILER_BYTES,
+  ValueType,
+  compareInternalKeys,
+  formatKey,
+  makeInternalKey,
+  sequenceOf,
+} from '../base/internalKey';
 import { MetaindexBuilder } from './metaindex';
-import { DEFAULT_COMPRESSION_OPTIONS, TableProperties, UNKNOWN_COLUMN_FAMILY_ID, emptyTableProperties, encodePropertyMap } from '../sstable/properties';
+import {
+  DEFAULT_COMPRESSION_OPTIONS,
+  TableProperties,
+  UNKNOWN_COLUMN_FAMILY_ID,
+  emptyTableProperties,
+  encodePropertyMap,
+} from '../sstable/properties';
 import { buildPropertiesBlock } from './propertiesBlock';
 import { RangeDelBlockBuilder } from './rangeDelBlock';
 import { storeBlock, writeBlockTrailer } from './storedBlock';
@@ -154,8 +175,15 @@ export function resolveTableBuilderOptions(partial: Partial<TableBuilderOptions>
   for (const [k, v] of Object.entries(partial) as Array<[keyof TableBuilderOptions, unknown]>) {
     if (v !== undefined) (o as unknown as Record<string, unknown>)[k] = v;
   }
-  if (!Number.isInteger(o.formatVersion) || o.formatVersion < MIN_SUPPORTED_FORMAT_VERSION || o.formatVersion > MAX_SUPPORTED_FORMAT_VERSION) {
-    throw new IngestError('NOT_SUPPORTED', `format_version ${o.formatVersion} is not supported (the writer supports ${MIN_SUPPORTED_FORMAT_VERSION} to ${MAX_SUPPORTED_FORMAT_VERSION})`);
+  if (
+    !Number.isInteger(o.formatVersion) ||
+    o.formatVersion < MIN_SUPPORTED_FORMAT_VERSION ||
+    o.formatVersion > MAX_SUPPORTED_FORMAT_VERSION
+  ) {
+    throw new IngestError(
+      'NOT_SUPPORTED',
+      `format_version ${o.formatVersion} is not supported (the writer supports ${MIN_SUPPORTED_FORMAT_VERSION} to ${MAX_SUPPORTED_FORMAT_VERSION})`,
+    );
   }
   checkInteger('checksumType', o.checksumType, ChecksumType.None, ChecksumType.XXH3);
   if (o.compression !== CompressionType.None && o.compression !== CompressionType.LZ4) {
@@ -226,7 +254,10 @@ export class TableBuilder {
   ) {
     this.options = resolveTableBuilderOptions(options);
     const o = this.options;
-    this.dataBlock = new BlockBuilder({ restartInterval: o.blockRestartInterval, initialCapacityBytes: Math.min(o.blockSizeBytes * 2, 1 << 20) });
+    this.dataBlock = new BlockBuilder({
+      restartInterval: o.blockRestartInterval,
+      initialCapacityBytes: Math.min(o.blockSizeBytes * 2, 1 << 20),
+    });
     this.index = new IndexBuilder({ formatVersion: o.formatVersion, restartInterval: o.indexBlockRestartInterval });
     this.filter = o.bloomBitsPerKey > 0 ? createFilterBuilder(o.formatVersion, o.bloomBitsPerKey) : null;
     this.deviationLimitBytes = Math.floor((o.blockSizeBytes * (100 - o.blockSizeDeviationPercent) + 99) / 100);
@@ -241,7 +272,8 @@ export class TableBuilder {
   add(internalKey: Uint8Array, value: Uint8Array, userKey?: Uint8Array): void {
     if (this.closed) assert(false, 'TableBuilder used after finish() or abandon()');
     const keyBytes = internalKey.length;
-    if (keyBytes < TRAILER_BYTES) throw new IngestError('INVALID_ARGUMENT', `internal key of ${keyBytes} bytes is shorter than its 8-byte trailer`);
+    if (keyBytes < TRAILER_BYTES)
+      throw new IngestError('INVALID_ARGUMENT', `internal key of ${keyBytes} bytes is shorter than its 8-byte trailer`);
     // The open data block is never empty once a point key was added (a cut is immediately
     // followed by the add that caused it), so its last key is the previous point key.
     const block = this.dataBlock;
@@ -256,7 +288,10 @@ export class TableBuilder {
       // key is a prefix of the other (or they are equal) and the full comparator decides.
       const decidedByUserKeys = prefix < lastBytes - TRAILER_BYTES && prefix < keyBytes - TRAILER_BYTES;
       if (decidedByUserKeys ? last[prefix] > internalKey[prefix] : compareInternalKeyRanges(last, internalKey) >= 0) {
-        throw new IngestError('KEY_ORDER', `internal key ${describeInternalKey(internalKey)} is not greater than the previous key ${describeInternalKey(last)}`);
+        throw new IngestError(
+          'KEY_ORDER',
+          `internal key ${describeInternalKey(internalKey)} is not greater than the previous key ${describeInternalKey(last)}`,
+        );
       }
     }
     const type = internalKey[keyBytes - TRAILER_BYTES];
@@ -404,7 +439,11 @@ export class TableBuilder {
     const current = block.currentSizeEstimate();
     if (current >= blockSize) return true;
     // The estimate is only needed once the block is past the deviation limit (most adds are not).
-    return current > this.deviationLimitBytes && this.deviationLimitBytes > 0 && block.estimatedSizeAfterLengths(keyBytes, valueBytes) > blockSize;
+    return (
+      current > this.deviationLimitBytes &&
+      this.deviationLimitBytes > 0 &&
+      block.estimatedSizeAfterLengths(keyBytes, valueBytes) > blockSize
+    );
   }
 
   /**
@@ -433,7 +472,8 @@ export class TableBuilder {
       this.index.addPreparedEntry(batch.tags[i], { offset, size });
       offset += size + BLOCK_TRAILER_BYTES;
     }
-    if (offset - this.offset !== batch.bytes.length) assert(false, `stored batch of ${batch.bytes.length} bytes does not match its block sizes`);
+    if (offset - this.offset !== batch.bytes.length)
+      assert(false, `stored batch of ${batch.bytes.length} bytes does not match its block sizes`);
     this.sink.append(batch.bytes);
     this.offset = offset;
   }

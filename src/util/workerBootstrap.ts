@@ -60,7 +60,8 @@ export function startModuleWorker(callerFile: string, moduleBaseName: string, da
   const ext = path.extname(callerFile);
   const entry = path.join(path.dirname(callerFile), `${moduleBaseName}${ext}`);
   const niceness = opts.niceness ?? 0;
-  if (!Number.isInteger(niceness) || niceness < 0 || niceness > MAX_NICENESS) throw new RangeError(`worker niceness must be an integer in 0..${MAX_NICENESS}, got ${niceness}`);
+  if (!Number.isInteger(niceness) || niceness < 0 || niceness > MAX_NICENESS)
+    throw new RangeError(`worker niceness must be an integer in 0..${MAX_NICENESS}, got ${niceness}`);
   const workerData: Record<string, unknown> = { ...data, __entry: entry, __niceness: niceness };
   if (ext === '.ts') workerData.__swc = require.resolve('@swc/core');
   return new Worker(BOOTSTRAP, { eval: true, workerData });

@@ -50,7 +50,22 @@ test('typed keys: the report shows keys through the --key spec; exit 3; temp fil
   const input = csv('rows.csv', 'id|val\n-2|v-2\n2|changed\n3|other\n11|new\n');
   const tmp = path.join(root, 'tmp1');
   const report = path.join(root, 'report.json');
-  const r = await run([input, '--db', typedDb, '--delimiter', '|', '--header', '--key', 'id:int64', '--report', report, '--json', '--tmp-dir', tmp, '--quiet']);
+  const r = await run([
+    input,
+    '--db',
+    typedDb,
+    '--delimiter',
+    '|',
+    '--header',
+    '--key',
+    'id:int64',
+    '--report',
+    report,
+    '--json',
+    '--tmp-dir',
+    tmp,
+    '--quiet',
+  ]);
   expect(r.code).toBe(3);
   expect(r.stderr).toMatch(/2 key\(s\) would change a live value .*; first: key 2/);
   const out = JSON.parse(r.stdout);
@@ -76,7 +91,11 @@ test('bytes keys: counts, exit codes and the report file', async () => {
   const doc = JSON.parse(fs.readFileSync(report, 'utf8'));
   expect(doc.summary.conflicts).toBe(2);
   expect(doc.conflicts).toEqual([
-    expect.objectContaining({ key: '2', existingValue: expect.objectContaining({ data: 'v2' }), newValue: expect.objectContaining({ data: 'changed' }) }),
+    expect.objectContaining({
+      key: '2',
+      existingValue: expect.objectContaining({ data: 'v2' }),
+      newValue: expect.objectContaining({ data: 'changed' }),
+    }),
   ]);
   expect(fs.readdirSync(tmp)).toEqual([]);
   // Nothing was ingested.
@@ -114,15 +133,27 @@ test('usage errors: no database, a bad strategy', async () => {
 function sourcedInputs(): { dbDir: string; inputs: string[]; expected: Map<string, { file: string; line: number }> } {
   const dbDir = path.join(root, 'sourced-db');
   const pad = 'x'.repeat(40);
-  const rowOf = (k: number): string => (k === 200 || k === 3000 || k === 5800 ? `${k}|changed-${k}` : `${k}|${k % 100 === 0 ? `v${k}` : pad}`);
+  const rowOf = (k: number): string =>
+    k === 200 || k === 3000 || k === 5800 ? `${k}|changed-${k}` : `${k}|${k % 100 === 0 ? `v${k}` : pad}`;
   // a.csv: 0..2999 except 7 (the multi-line record), 5800 near the top; b.csv: 3000..5999, 3000 at the end.
   const aKeys = [5800, ...Array.from({ length: 3000 }, (_, i) => i).filter((k) => k !== 7)];
   const bKeys = Array.from({ length: 3000 }, (_, i) => 3000 + i).filter((k) => k !== 5800 && k !== 3000);
-  const shuffle = (keys: number[]): number[] => keys.map((k, i) => [k, (i * 7919) % keys.length]).sort((x, y) => x[1] - y[1]).map((p) => p[0]);
+  const shuffle = (keys: number[]): number[] =>
+    keys
+      .map((k, i) => [k, (i * 7919) % keys.length])
+      .sort((x, y) => x[1] - y[1])
+      .map((p) => p[0]);
   const a = csv('sourced-a.csv', ['id|val', '7|"first line', 'second ""line""', 'third line"', ...aKeys.map(rowOf)].join('\n') + '\n');
-  const b = csv('sourced-b.csv', ['id|val', '3001|"one', 'two', 'three"', ...shuffle(bKeys.filter((k) => k !== 3001)).map(rowOf), rowOf(3000)].join('\n') + '\n');
+  const b = csv(
+    'sourced-b.csv',
+    ['id|val', '3001|"one', 'two', 'three"', ...shuffle(bKeys.filter((k) => k !== 3001)).map(rowOf), rowOf(3000)].join('\n') + '\n',
+  );
   const expected = new Map<string, { file: string; line: number }>();
-  for (const [file, k] of [[a, 200], [b, 3000], [a, 5800]] as const) {
+  for (const [file, k] of [
+    [a, 200],
+    [b, 3000],
+    [a, 5800],
+  ] as const) {
     const lines = fs.readFileSync(file, 'utf8').split('\n');
     expected.set(String(k), { file, line: lines.indexOf(`${k}|changed-${k}`) + 1 });
   }
@@ -144,7 +175,23 @@ test.each([
   }
   const tmp = path.join(root, `tmp-sourced-${extra.length}`);
   const report = path.join(root, `report-sourced-${extra.length}.json`);
-  const r = await run([...inputs, '--db', dbDir, '--delimiter', '|', '--header', '--key', 'id:int64', '--report', report, '--json', '--tmp-dir', tmp, '--quiet', ...extra]);
+  const r = await run([
+    ...inputs,
+    '--db',
+    dbDir,
+    '--delimiter',
+    '|',
+    '--header',
+    '--key',
+    'id:int64',
+    '--report',
+    report,
+    '--json',
+    '--tmp-dir',
+    tmp,
+    '--quiet',
+    ...extra,
+  ]);
   expect(r.code).toBe(3);
   const out = JSON.parse(r.stdout);
   expect(out.check).toMatchObject({ sstKeys: 6000, conflicts: 3, unchanged: 57 });

@@ -119,7 +119,12 @@ describe('ingest database commands', () => {
     expect(await scan('--from', key(10), '--to', key(40))).toEqual(inRange);
     expect(await scan('--from', key(10), '--to', key(40), '--limit', '5')).toEqual(inRange.slice(0, 5));
     expect(await scan('--from', key(10), '--to', key(40), '--reverse')).toEqual([...inRange].reverse());
-    expect(await scan('--to', key(40), '--reverse', '--limit', '3')).toEqual(all.filter(([k]) => k < key(40)).reverse().slice(0, 3));
+    expect(await scan('--to', key(40), '--reverse', '--limit', '3')).toEqual(
+      all
+        .filter(([k]) => k < key(40))
+        .reverse()
+        .slice(0, 3),
+    );
     expect(await scan('--from', key(290), '--reverse')).toEqual(all.filter(([k]) => k >= key(290)).reverse());
     expect(await scan('--from', key(100), '--to', key(100))).toEqual([]);
     expect(await scan('--limit', '0')).toEqual([]);
@@ -176,8 +181,14 @@ describe('ingest database commands', () => {
     expect(jsonLines((await run('scan', '--db', db, '--hex', '--json', '--limit', '1')).stdout)).toEqual([
       { keyHex: '7ffffffffffffffb', valueHex: Buffer.from('minus five').toString('hex') },
     ]);
-    expect(jsonLines((await run('scan', '--db', db, '--key', 'id:int64', '--json', '--from', '0', '--to', '10')).stdout)).toEqual([{ key: '7', value: 'seven' }]);
-    expect(JSON.parse((await run('get', '--db', db, '--key', 'id:int64', '--json', '--', '-5')).stdout)).toEqual({ key: '-5', found: true, value: 'minus five' });
+    expect(jsonLines((await run('scan', '--db', db, '--key', 'id:int64', '--json', '--from', '0', '--to', '10')).stdout)).toEqual([
+      { key: '7', value: 'seven' },
+    ]);
+    expect(JSON.parse((await run('get', '--db', db, '--key', 'id:int64', '--json', '--', '-5')).stdout)).toEqual({
+      key: '-5',
+      found: true,
+      value: 'minus five',
+    });
     const bad = await run('get', '--db', db, '--key', 'id:int64', 'twelve');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('key "twelve"');
@@ -200,7 +211,17 @@ describe('ingest database commands', () => {
     expect(r.code).toBe(0);
     const stats = JSON.parse(r.stdout) as {
       lastSequence: number;
-      levels: Array<{ level: number; files: Array<{ number: number; sizeBytes: number; smallestHex: string; largestHex: string; smallestSeq: number; largestSeq: number }> }>;
+      levels: Array<{
+        level: number;
+        files: Array<{
+          number: number;
+          sizeBytes: number;
+          smallestHex: string;
+          largestHex: string;
+          smallestSeq: number;
+          largestSeq: number;
+        }>;
+      }>;
     };
     // Recovery replays the WAL's put and delete: the last sequence is the writer's.
     expect(stats.lastSequence).toBe(built.lastSequence);
@@ -215,7 +236,12 @@ describe('ingest database commands', () => {
       smallestSeq: built.firstFlushSeq + 1,
       largestSeq: built.secondFlushSeq,
     });
-    expect(l0[1]).toMatchObject({ smallestHex: Buffer.from(key(0)).toString('hex'), largestHex: Buffer.from(key(299)).toString('hex'), smallestSeq: 1, largestSeq: built.firstFlushSeq });
+    expect(l0[1]).toMatchObject({
+      smallestHex: Buffer.from(key(0)).toString('hex'),
+      largestHex: Buffer.from(key(299)).toString('hex'),
+      smallestSeq: 1,
+      largestSeq: built.firstFlushSeq,
+    });
     for (const f of l0) {
       const file = path.join(db, `${String(f.number).padStart(6, '0')}.sst`);
       expect(fs.statSync(file).size).toBe(f.sizeBytes);
@@ -313,7 +339,10 @@ describe('ingest database commands', () => {
     expect(report.compaction.count).toBeGreaterThanOrEqual(1);
     const scan = await run('scan', '--db', db, '--json');
     expect(jsonLines(scan.stdout).map((o) => [o.key, o.value])).toEqual(sortedEntries(model));
-    const stats = JSON.parse((await run('stats', '--db', db, '--json')).stdout) as { levels: Array<{ files: unknown[] }>; compaction: object };
+    const stats = JSON.parse((await run('stats', '--db', db, '--json')).stdout) as {
+      levels: Array<{ files: unknown[] }>;
+      compaction: object;
+    };
     expect(stats.levels.map((l) => l.files.length)).toEqual(report.filesPerLevelAfter);
     expect(stats.compaction).toEqual(expect.objectContaining({ count: expect.any(Number) }));
 

@@ -37,7 +37,21 @@ describe('ingest import (CLI) on the fixtures', () => {
     const dir = tempDir('ingest-cli-');
     const out = path.join(dir, 'out');
     const input = path.join(FIXTURES, 'trades.csv');
-    const r = await cli([input, '--delimiter', '|', '--header', '--key', 't_id:int64', '--output-dir', out, '--tmp-dir', path.join(dir, 'tmp'), '--target-file-size', '256KiB', '--json']);
+    const r = await cli([
+      input,
+      '--delimiter',
+      '|',
+      '--header',
+      '--key',
+      't_id:int64',
+      '--output-dir',
+      out,
+      '--tmp-dir',
+      path.join(dir, 'tmp'),
+      '--target-file-size',
+      '256KiB',
+      '--json',
+    ]);
     expect(r.error).toBe('');
     const summary = JSON.parse(r.stdout) as ImportSummary;
     expect(summary.rowsRead).toBe(10000);
@@ -62,9 +76,21 @@ describe('ingest import (CLI) on the fixtures', () => {
   it('quoting.csv: every edge case decodes to the intended field', async () => {
     const dir = tempDir('ingest-cli-');
     const out = path.join(dir, 'out');
-    const r = await cli([path.join(FIXTURES, 'quoting.csv'), '--header', '--key', 'id', '--value-format', 'json', '--output-dir', out, '--quiet']);
+    const r = await cli([
+      path.join(FIXTURES, 'quoting.csv'),
+      '--header',
+      '--key',
+      'id',
+      '--value-format',
+      'json',
+      '--output-dir',
+      out,
+      '--quiet',
+    ]);
     expect(r).toEqual({ stdout: '', code: 0, error: '' });
-    const got = Object.fromEntries(readOutputSsts(out).entries.map((e) => [e.key.toString(), JSON.parse(e.value.toString()) as { text: string; note: string }]));
+    const got = Object.fromEntries(
+      readOutputSsts(out).entries.map((e) => [e.key.toString(), JSON.parse(e.value.toString()) as { text: string; note: string }]),
+    );
     expect(got).toEqual({
       q01: { text: 'plain', note: 'simple' },
       q02: { text: 'has, comma', note: 'quoted delimiter' },
@@ -89,7 +115,19 @@ describe('ingest import (CLI) on the fixtures', () => {
     const failed = await cli([input, '--header', '--key', 'id:int64', '--output-dir', path.join(dir, 'out1'), '--quiet']);
     expect(failed.code).toBe(2);
     expect(failed.error).toContain(`${input} line 3: expected 3 fields, got 2`);
-    const ok = await cli([input, '--header', '--key', 'id:int64', '--output-dir', path.join(dir, 'out2'), '--max-bad-rows', '5', '--rejects', path.join(dir, 'rejects.jsonl'), '--json']);
+    const ok = await cli([
+      input,
+      '--header',
+      '--key',
+      'id:int64',
+      '--output-dir',
+      path.join(dir, 'out2'),
+      '--max-bad-rows',
+      '5',
+      '--rejects',
+      path.join(dir, 'rejects.jsonl'),
+      '--json',
+    ]);
     expect(ok.code).toBe(0);
     expect((JSON.parse(ok.stdout) as ImportSummary).badRows).toBe(5);
     expect(fs.readFileSync(path.join(dir, 'rejects.jsonl'), 'utf8').trim().split('\n')).toHaveLength(5);

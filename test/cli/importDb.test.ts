@@ -20,7 +20,10 @@ const spec = KeySpec.forKeyFields(parseKeySpecText('t_id:int64'));
 const key = (id: string | number): Buffer => spec.encodeText(String(id));
 
 /** The fixture as the import stores it: t_id → the other columns joined by '|'. */
-const fixtureLines = fs.readFileSync(FIXTURE, 'utf8').split('\n').filter((l) => l.length > 0);
+const fixtureLines = fs
+  .readFileSync(FIXTURE, 'utf8')
+  .split('\n')
+  .filter((l) => l.length > 0);
 const HEADER = fixtureLines[0];
 const fixtureRows = new Map<string, string>();
 for (const line of fixtureLines.slice(1)) {
@@ -100,7 +103,9 @@ test('into an empty database: every row readable through the key spec; JSON fiel
   const r = await run('import', FIXTURE, ...DIALECT, '--db', db, '--json');
   expect(r.code).toBe(0);
   const doc = JSON.parse(r.stdout) as Record<string, unknown>;
-  expect(Object.keys(doc).sort()).toEqual(['check', 'createdDb', 'db', 'dryRun', 'import', 'ingest', 'plan', 'policy', 'replaceRange', 'report'].sort());
+  expect(Object.keys(doc).sort()).toEqual(
+    ['check', 'createdDb', 'db', 'dryRun', 'import', 'ingest', 'plan', 'policy', 'replaceRange', 'report'].sort(),
+  );
   expect(doc).toMatchObject({ db, createdDb: true, dryRun: false, report: null, replaceRange: null, plan: null });
   expect(doc.import).toMatchObject({ rowsRead: fixtureRows.size, rowsWritten: fixtureRows.size });
   expect(doc.check).toMatchObject({ sstKeys: fixtureRows.size, new: fixtureRows.size, conflicts: 0 });
@@ -108,7 +113,8 @@ test('into an empty database: every row readable through the key spec; JSON fiel
   const ingest = doc.ingest as { files: Record<string, unknown>[]; memtableFlushes: number; seconds: number };
   expect(ingest.files.length).toBeGreaterThan(0);
   for (const f of ingest.files) {
-    for (const field of ['file', 'level', 'globalSeqno', 'sizeBytes', 'smallestHex', 'largestHex', 'largestExclusive', 'fileNumber']) expect(f).toHaveProperty(field);
+    for (const field of ['file', 'level', 'globalSeqno', 'sizeBytes', 'smallestHex', 'largestHex', 'largestExclusive', 'fileNumber'])
+      expect(f).toHaveProperty(field);
   }
   // An empty database: nothing overlaps, so the files go to the bottom level at sequence 0.
   expect(ingest.files[0]).toMatchObject({ level: 6, globalSeqno: 0 });
@@ -133,7 +139,12 @@ test('conflicts under abort: exit 3, report with the conflicting keys and values
   expect(r.stderr).toMatch(/3 key\(s\) would change a live value.*nothing ingested/);
   const doc = JSON.parse(fs.readFileSync(report, 'utf8')) as {
     summary: { conflicts: number; new: number; unchanged: number };
-    conflicts: { key: string; existingValue: { data: string }; newValue: { data: string }; source: { file: string; line: number } | null }[];
+    conflicts: {
+      key: string;
+      existingValue: { data: string };
+      newValue: { data: string };
+      source: { file: string; line: number } | null;
+    }[];
   };
   expect(doc.summary).toMatchObject({ conflicts: 3, new: 2, unchanged: 1 });
   expect(doc.conflicts.map((c) => c.key).sort()).toEqual([...input.changed].sort());
@@ -163,7 +174,15 @@ test('conflict sources through parse ranges and merge workers: the physical line
   const changed = rows.filter((l) => l.includes('|1999-01-01 00:00:00.000|'));
   const result = await importIntoDb({
     dbDir: db,
-    import: { inputs: [file], dialect: { delimiter: '|' }, header: true, key: 't_id:int64', parseThreads: 2, parseTaskBytes: 64 << 10, mergeThreads: 2 },
+    import: {
+      inputs: [file],
+      dialect: { delimiter: '|' },
+      header: true,
+      key: 't_id:int64',
+      parseThreads: 2,
+      parseTaskBytes: 64 << 10,
+      mergeThreads: 2,
+    },
     onConflict: 'abort',
     maxReported: 100,
     dryRun: true,
@@ -188,12 +207,22 @@ test('overwrite: new values win; skip: conflicting keys keep their values, the r
 
   const over = await run('import', input.file, ...DIALECT, '--db', db, '--on-conflict', 'overwrite', '--json');
   expect(over.code).toBe(0);
-  const overDoc = JSON.parse(over.stdout) as { policy: { rowsHeldBack: number }; ingest: { files: { level: number; globalSeqno: number }[] } };
+  const overDoc = JSON.parse(over.stdout) as {
+    policy: { rowsHeldBack: number };
+    ingest: { files: { level: number; globalSeqno: number }[] };
+  };
   expect(overDoc.policy.rowsHeldBack).toBe(0);
   // Overlapping existing data: the file lands above it with a fresh sequence number.
   expect(overDoc.ingest.files[0].globalSeqno).toBeGreaterThan(0);
   expect(overDoc.ingest.files[0].level).toBeLessThan(6);
-  const newValues = new Map(fs.readFileSync(input.file, 'utf8').split('\n').slice(1).filter((l) => l.length > 0).map((l) => [l.slice(0, l.indexOf('|')), l.slice(l.indexOf('|') + 1)]));
+  const newValues = new Map(
+    fs
+      .readFileSync(input.file, 'utf8')
+      .split('\n')
+      .slice(1)
+      .filter((l) => l.length > 0)
+      .map((l) => [l.slice(0, l.indexOf('|')), l.slice(l.indexOf('|') + 1)]),
+  );
   await withEngine(db, (e) => {
     for (const [id, value] of newValues) expect(getText(e, id)).toBe(value);
   });
@@ -213,15 +242,32 @@ test('overwrite: new values win; skip: conflicting keys keep their values, the r
 test('--replace-range: keys in the span that the import lacks are deleted (default span and explicit FROM..TO)', async () => {
   const db = await baseDb();
   const ids = ['200000000005000', '200000000005003', '200000000005010'];
-  const input = csv('span.csv', ids.map((id) => `${id}|${fixtureRows.get(id) as string}`));
+  const input = csv(
+    'span.csv',
+    ids.map((id) => `${id}|${fixtureRows.get(id) as string}`),
+  );
   // Default span: [5000, 5010 ‖ 0x00): 5001..5009 minus 5003 go; 4999 and 5011 stay.
   const r = await run('import', input, ...DIALECT, '--db', db, '--replace-range', '--json');
   expect(r.code).toBe(0);
-  const doc = JSON.parse(r.stdout) as { replaceRange: { startHex: string; endHex: string }; ingest: { files: { file: string | null; largestExclusive: boolean }[] } };
+  const doc = JSON.parse(r.stdout) as {
+    replaceRange: { startHex: string; endHex: string };
+    ingest: { files: { file: string | null; largestExclusive: boolean }[] };
+  };
   expect(doc.replaceRange).toEqual({ startHex: key(ids[0]).toString('hex'), endHex: `${key(ids[2]).toString('hex')}00` });
   expect(doc.ingest.files.some((f) => f.file === null && f.largestExclusive)).toBe(true);
   await withEngine(db, (e) => {
-    expect(scanIds(e, 200000000004995, 200000000005015)).toEqual(['200000000004995', '200000000004996', '200000000004997', '200000000004998', '200000000004999', ...ids, '200000000005011', '200000000005012', '200000000005013', '200000000005014']);
+    expect(scanIds(e, 200000000004995, 200000000005015)).toEqual([
+      '200000000004995',
+      '200000000004996',
+      '200000000004997',
+      '200000000004998',
+      '200000000004999',
+      ...ids,
+      '200000000005011',
+      '200000000005012',
+      '200000000005013',
+      '200000000005014',
+    ]);
     expect(getText(e, '200000000005001')).toBeNull();
     expect(getText(e, ids[1])).toBe(fixtureRows.get(ids[1]));
   });
@@ -246,7 +292,11 @@ test('--dry-run and plan link nothing and show levels and sequence numbers; plan
 
   const dry = await run('import', input.file, ...DIALECT, '--db', db, '--dry-run', '--on-conflict', 'overwrite', '--json');
   expect(dry.code).toBe(0);
-  const doc = JSON.parse(dry.stdout) as { dryRun: boolean; ingest: unknown; plan: { files: { level: number; globalSeqno: number; fileNumber: number | null }[] } };
+  const doc = JSON.parse(dry.stdout) as {
+    dryRun: boolean;
+    ingest: unknown;
+    plan: { files: { level: number; globalSeqno: number; fileNumber: number | null }[] };
+  };
   expect(doc.dryRun).toBe(true);
   expect(doc.ingest).toBeNull();
   expect(doc.plan.files).toHaveLength(1);
@@ -288,7 +338,9 @@ test('usage: database options need --db; skip does not go with --replace-range; 
   const input = changedInput();
   expect((await run('import', input.file, ...DIALECT, '--output-dir', path.join(root, 'out'), '--on-conflict', 'skip')).code).toBe(2);
   expect((await run('import', input.file, ...DIALECT)).code).toBe(2);
-  expect((await run('import', input.file, ...DIALECT, '--db', path.join(root, 'd'), '--on-conflict', 'skip', '--replace-range')).code).toBe(2);
+  expect((await run('import', input.file, ...DIALECT, '--db', path.join(root, 'd'), '--on-conflict', 'skip', '--replace-range')).code).toBe(
+    2,
+  );
   expect((await run('import', input.file, ...DIALECT, '--output-dir', path.join(root, 'out'))).code).toBe(0);
   expect(fs.existsSync(path.join(root, 'out', '000001.sst'))).toBe(true);
 });

@@ -34,17 +34,27 @@ test('plan, then ingest, prebuilt SSTs; JSON describes where each file went', as
   const first = await run('sst', 'ingest', a, b, '--db', db, '--create-if-missing', '--json');
   expect(first.code).toBe(0);
   const r1 = JSON.parse(first.stdout);
-  expect(r1.files.map((f: { path: string; level: number; globalSeqno: number; linked: boolean }) => [f.path, f.level, f.globalSeqno, f.linked])).toEqual([
+  expect(
+    r1.files.map((f: { path: string; level: number; globalSeqno: number; linked: boolean }) => [f.path, f.level, f.globalSeqno, f.linked]),
+  ).toEqual([
     [a, 6, 0, true],
     [b, 6, 0, true],
   ]);
-  expect(r1.files[0]).toMatchObject({ smallestHex: Buffer.from('a1').toString('hex'), largestHex: Buffer.from('a2').toString('hex'), largestExclusive: false });
+  expect(r1.files[0]).toMatchObject({
+    smallestHex: Buffer.from('a1').toString('hex'),
+    largestHex: Buffer.from('a2').toString('hex'),
+    largestExclusive: false,
+  });
   expect(r1).toMatchObject({ db, memtableFlushes: 0, writesStopped: false, lastSequence: 0 });
 
   const c = sst('c.sst', ['a2', 'a3'], 'C');
   const plan = await run('sst', 'plan', c, '--db', db, '--json');
   expect(plan.code).toBe(0);
-  expect(JSON.parse(plan.stdout)).toMatchObject({ memtableFlushNeeded: false, lastSequence: 1, files: [{ path: c, level: 5, globalSeqno: 1, stoppedAtLevel: 6, stopReason: 'data' }] });
+  expect(JSON.parse(plan.stdout)).toMatchObject({
+    memtableFlushNeeded: false,
+    lastSequence: 1,
+    files: [{ path: c, level: 5, globalSeqno: 1, stoppedAtLevel: 6, stopReason: 'data' }],
+  });
 
   // Human output, with a replace range deleting b1 and b2.
   const second = await run('sst', 'ingest', c, '--db', db, '--replace-start', 'a3', '--replace-end', 'c');

@@ -21,18 +21,25 @@ function flagsOf(defs: readonly OptionDef[]): string[] {
   return defs.map((d) => d.flags.split(' ')[0]);
 }
 
-test.each([
-  [['import', 'check', 'plan']],
-  [['plan', 'check', 'import']],
-  [['check']],
-  [['plan']],
-])('registering %j gives each command its whole option list', (order) => {
-  const program = new Command();
-  for (const name of order) REGISTER[name](program);
-  const expected: Record<string, string[]> = {
-    import: ['--output-dir', ...flagsOf(IMPORT_OPTIONS), '--json', '--quiet', '--db', ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(DB_POLICY_OPTIONS), '--dry-run'],
-    check: ['--db', '--output-dir', ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(IMPORT_OPTIONS), '--json', '--quiet'],
-    plan: ['--db', ...flagsOf(IMPORT_OPTIONS), ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(DB_POLICY_OPTIONS), '--json', '--quiet'],
-  };
-  for (const name of order) expect(longFlags(program, name)).toEqual(expected[name]);
-});
+test.each([[['import', 'check', 'plan']], [['plan', 'check', 'import']], [['check']], [['plan']]])(
+  'registering %j gives each command its whole option list',
+  (order) => {
+    const program = new Command();
+    for (const name of order) REGISTER[name](program);
+    const expected: Record<string, string[]> = {
+      import: [
+        '--output-dir',
+        ...flagsOf(IMPORT_OPTIONS),
+        '--json',
+        '--quiet',
+        '--db',
+        ...flagsOf(CONFLICT_CHECK_OPTIONS),
+        ...flagsOf(DB_POLICY_OPTIONS),
+        '--dry-run',
+      ],
+      check: ['--db', '--output-dir', ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(IMPORT_OPTIONS), '--json', '--quiet'],
+      plan: ['--db', ...flagsOf(IMPORT_OPTIONS), ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(DB_POLICY_OPTIONS), '--json', '--quiet'],
+    };
+    for (const name of order) expect(longFlags(program, name)).toEqual(expected[name]);
+  },
+);

@@ -37,11 +37,17 @@ describe('ingest sst', () => {
 
     const d = await run('sst', 'dump', sst, '--json');
     expect(d.code).toBe(0);
-    const dump = JSON.parse(d.stdout) as { entries: { keyHex: string; seq: number; type: string; valueHex: string }[]; rangeTombstones: unknown[]; properties: { numEntries: number } };
+    const dump = JSON.parse(d.stdout) as {
+      entries: { keyHex: string; seq: number; type: string; valueHex: string }[];
+      rangeTombstones: unknown[];
+      properties: { numEntries: number };
+    };
     const expected = [];
     for (let i = 0; i < 500; i++) expected.push({ key: `key${(i * 7919) % 500}`, value: `v|${i}, with comma,x${i}` });
     expected.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
-    expect(dump.entries.map((e) => ({ key: Buffer.from(e.keyHex, 'hex').toString(), value: Buffer.from(e.valueHex, 'hex').toString() }))).toEqual(expected);
+    expect(
+      dump.entries.map((e) => ({ key: Buffer.from(e.keyHex, 'hex').toString(), value: Buffer.from(e.valueHex, 'hex').toString() })),
+    ).toEqual(expected);
     expect(dump.entries.every((e) => e.seq === 0 && e.type === 'put')).toBe(true);
     expect(dump.rangeTombstones).toEqual([]);
     expect(dump.properties.numEntries).toBe(500);

@@ -35,7 +35,8 @@ const POLICIES: OnConflict[] = ['abort', 'overwrite', 'skip'];
 const keyOf = (i: number): string => `k${String(i).padStart(4, '0')}`;
 const buf = (s: string): Buffer => Buffer.from(s, 'latin1');
 
-type Op = { kind: 'put'; key: string; value: string } | { kind: 'delete'; key: string } | { kind: 'deleteRange'; start: string; end: string };
+type Op =
+  { kind: 'put'; key: string; value: string } | { kind: 'delete'; key: string } | { kind: 'deleteRange'; start: string; end: string };
 
 interface WriteEvent {
   seq: number;
@@ -163,7 +164,12 @@ async function runImport(h: Harness, dir: string, n: number, policy: OnConflict,
   let conflictKeys: Set<string>;
   let landed: number | null = null;
   if (mode === 'checked') {
-    const r = await ingestWithConflictCheck(h.engine, [file], { onConflict: policy, check: { maxReported: 1_000_000 }, rewrite, sliceMs: 1 });
+    const r = await ingestWithConflictCheck(h.engine, [file], {
+      onConflict: policy,
+      check: { maxReported: 1_000_000 },
+      rewrite,
+      sliceMs: 1,
+    });
     snapshotSeq = r.report.snapshotSequence;
     conflictKeys = new Set(r.report.conflicts.map((c) => Buffer.from(c.keyHex, 'hex').toString('latin1')));
     if (r.ingestion !== null) landed = r.ingestion.lastSequence;
@@ -190,12 +196,14 @@ function violationsOf(h: Harness, im: ImportEvent): string[] {
   const expected = [...im.rows].filter(([k, v]) => before.has(k) && before.get(k) !== v).map(([k]) => k);
   const missed = expected.filter((k) => !im.reported.has(k));
   const extra = [...im.reported].filter((k) => !expected.includes(k));
-  if (missed.length > 0 || extra.length > 0) out.push(`report differs from the snapshot: missed ${missed.join(',')} extra ${extra.join(',')}`);
+  if (missed.length > 0 || extra.length > 0)
+    out.push(`report differs from the snapshot: missed ${missed.join(',')} extra ${extra.join(',')}`);
   const end = im.commitPos ?? Number.POSITIVE_INFINITY;
   if (im.commitPos !== null) {
     for (const w of h.writes) {
       if (w.seq <= im.snapshotSeq || w.seq >= end) continue;
-      if (w.ops.some((op) => opTouches(op, im.spanLo, im.spanHi))) out.push(`write @${w.seq} inside [${im.spanLo}, ${im.spanHi}] raced the check`);
+      if (w.ops.some((op) => opTouches(op, im.spanLo, im.spanHi)))
+        out.push(`write @${w.seq} inside [${im.spanLo}, ${im.spanHi}] raced the check`);
     }
   }
   const conflicted = expected.length > 0;

@@ -35,7 +35,12 @@ function entriesOf(p: string): Array<[string, string]> {
 
 describe('value display', () => {
   test('printable UTF-8 is shown as text, anything else as hex', () => {
-    expect(showValue(Buffer.from('hello, wörld\ttab'))).toEqual({ encoding: 'utf8', data: 'hello, wörld\ttab', sizeBytes: 17, truncated: false });
+    expect(showValue(Buffer.from('hello, wörld\ttab'))).toEqual({
+      encoding: 'utf8',
+      data: 'hello, wörld\ttab',
+      sizeBytes: 17,
+      truncated: false,
+    });
     expect(showValue(Buffer.from([0x61, 0x00, 0x62]))).toEqual({ encoding: 'hex', data: '610062', sizeBytes: 3, truncated: false });
     expect(showValue(Buffer.from([0xc3, 0x28]))).toMatchObject({ encoding: 'hex', data: 'c328' }); // invalid UTF-8
     expect(showValue(Buffer.from('\u0085x'))).toMatchObject({ encoding: 'hex' }); // a C1 control
@@ -95,7 +100,12 @@ describe('report file, rewrite, policies', () => {
     expect(doc.summary).toMatchObject({ sstKeys: 40, unchanged: 14, conflicts: 20, new: 6, conflictsReported: 4, maxReported: 4 });
     expect(typeof doc.summary.scanSeconds).toBe('number');
     expect(doc.conflicts.map((c: { key: string }) => c.key)).toEqual(['k042', 'k045', 'k048', 'k051']);
-    expect(doc.conflicts[0]).toMatchObject({ keyHex: Buffer.from('k042').toString('hex'), existingValue: { encoding: 'utf8', data: 'v42' }, newValue: { data: 'w42' }, source: null });
+    expect(doc.conflicts[0]).toMatchObject({
+      keyHex: Buffer.from('k042').toString('hex'),
+      existingValue: { encoding: 'utf8', data: 'v42' },
+      newValue: { data: 'w42' },
+      source: null,
+    });
     expect(fs.readdirSync(root).filter((f) => f.includes('.tmp'))).toEqual([]);
     // The binary, long value of k050 is not listed (k050 is not a row), but k051's is plain.
     const all = checkSstConflicts(engine, writeSstSet(path.join(root, 'rep2'), [['k050', 'x']], 1, rng(2)));
@@ -143,7 +153,7 @@ describe('report file, rewrite, policies', () => {
     expect(applyConflictPolicy('abort', checkSstConflicts(engine, clean), clean)).toMatchObject({ ingest: true, files: clean });
   });
 
-  test('row origins: the side file names each conflicting row\'s input file and line', () => {
+  test("row origins: the side file names each conflicting row's input file and line", () => {
     const dir = path.join(root, 'orig');
     const r = rows();
     const paths = writeSstSet(dir, r, 3, rng(7));

@@ -51,13 +51,34 @@ function randomRows(b: BuiltEngine, r: () => number, readSeq: number): Array<[st
 }
 
 /** Checks a report against the model; returns how many new keys were range-deleted ones. */
-function checkAgainstModel(label: string, report: ConflictReport, b: BuiltEngine, rows: Array<[string, string]>, readSeq: number, maxReported: number): number {
+function checkAgainstModel(
+  label: string,
+  report: ConflictReport,
+  b: BuiltEngine,
+  rows: Array<[string, string]>,
+  readSeq: number,
+  maxReported: number,
+): number {
   const want = expectedOutcome(b.model, rows, readSeq);
   const s = report.summary;
   const got = { sstKeys: s.sstKeys, new: s.new, unchanged: s.unchanged, conflicts: s.conflicts };
-  expect({ label, ...got }).toEqual({ label, sstKeys: want.sstKeys, new: want.new, unchanged: want.unchanged, conflicts: want.conflicts.length });
-  expect({ label, keys: (report.conflictingKeys ?? []).map((k) => k.toString()) }).toEqual({ label, keys: want.conflicts.map((c) => c.key) });
-  const listed = report.conflicts.map((c) => ({ key: c.key, existing: c.existingValue.data, existingSeq: c.existingSeq, fresh: c.newValue.data }));
+  expect({ label, ...got }).toEqual({
+    label,
+    sstKeys: want.sstKeys,
+    new: want.new,
+    unchanged: want.unchanged,
+    conflicts: want.conflicts.length,
+  });
+  expect({ label, keys: (report.conflictingKeys ?? []).map((k) => k.toString()) }).toEqual({
+    label,
+    keys: want.conflicts.map((c) => c.key),
+  });
+  const listed = report.conflicts.map((c) => ({
+    key: c.key,
+    existing: c.existingValue.data,
+    existingSeq: c.existingSeq,
+    fresh: c.newValue.data,
+  }));
   expect({ label, listed }).toEqual({ label, listed: want.conflicts.slice(0, maxReported) });
   expect(report.snapshotSequence).toBe(readSeq);
   expect(s.conflictsReported).toBe(Math.min(maxReported, want.conflicts.length));
@@ -86,8 +107,20 @@ async function runSeeds(seeds: number[], rangeDeletes: boolean): Promise<number>
           const paths = writeSstSet(path.join(dir, `ssts-${setNo++}`), rows, 1 + intBelow(r, 4), r);
           const maxReported = intBelow(r, 4) === 0 ? 0 : 1 + intBelow(r, 8);
           for (const st of STRATEGIES) {
-            const report = checkSstConflicts(b.engine, paths, { ...st.opts, snapshot: read.snapshot, maxReported, collectConflictingKeys: true });
-            rangeDeleted += checkAgainstModel(`seed ${seed} set ${setNo} read@${read.seq} ${st.name}`, report, b, rows, read.seq, maxReported);
+            const report = checkSstConflicts(b.engine, paths, {
+              ...st.opts,
+              snapshot: read.snapshot,
+              maxReported,
+              collectConflictingKeys: true,
+            });
+            rangeDeleted += checkAgainstModel(
+              `seed ${seed} set ${setNo} read@${read.seq} ${st.name}`,
+              report,
+              b,
+              rows,
+              read.seq,
+              maxReported,
+            );
           }
         }
       }
@@ -138,7 +171,15 @@ describe('conflict scan behaviour', () => {
     const paths = writeSstSet(path.join(dir, 'empty-span'), rows, 2, rng(1));
     for (const strategy of ['seek', 'get'] as const) {
       const rep = checkSstConflicts(engine, paths, { strategy });
-      expect(rep.summary).toMatchObject({ sstKeys: 50, new: 50, unchanged: 0, conflicts: 0, emptySpan: true, engineKeysVisited: 0, strategy });
+      expect(rep.summary).toMatchObject({
+        sstKeys: 50,
+        new: 50,
+        unchanged: 0,
+        conflicts: 0,
+        emptySpan: true,
+        engineKeysVisited: 0,
+        strategy,
+      });
     }
   });
 
@@ -151,7 +192,11 @@ describe('conflict scan behaviour', () => {
     const rep = checkSstConflicts(engine, paths, { strategy: 'seek' });
     expect(rep.summary).toMatchObject({ sstKeys: 12, new: 10, unchanged: 1, conflicts: 1, emptySpan: false });
     expect(rep.summary.engineKeysVisited).toBeLessThanOrEqual(2 * rows.length);
-    expect(rep.conflicts[0]).toMatchObject({ key: keyOf(1500), existingValue: { encoding: 'utf8', data: valueOf(1500) }, newValue: { data: 'changed' } });
+    expect(rep.conflicts[0]).toMatchObject({
+      key: keyOf(1500),
+      existingValue: { encoding: 'utf8', data: valueOf(1500) },
+      newValue: { data: 'changed' },
+    });
   });
 
   test('a dense SST over a sparse engine skips SST spans and whole SST files by seeks', () => {
@@ -198,7 +243,11 @@ describe('conflict scan behaviour', () => {
       const paths = writeSstSet(path.join(dir, 'versions-sst'), rows, 2, rng(11));
       const want = { sstKeys: 400, unchanged: 50, conflicts: 50, new: 300 };
       const seen: number[] = [];
-      for (const opts of [{ strategy: 'seek' as const }, { strategy: 'seek' as const, trySeekUsingNext: false }, { strategy: 'get' as const }]) {
+      for (const opts of [
+        { strategy: 'seek' as const },
+        { strategy: 'seek' as const, trySeekUsingNext: false },
+        { strategy: 'get' as const },
+      ]) {
         const rep = checkSstConflicts(e, paths, { ...opts, maxReported: 1 });
         expect(rep.summary).toMatchObject(want);
         expect(rep.conflicts[0]).toMatchObject({ key: keyOf(3), existingValue: { data: 'r23-3' } });
@@ -243,7 +292,7 @@ describe('conflict scan behaviour', () => {
     }
   });
 
-  test('auto picks point lookups when the engine holds over 10x the SSTs\' bytes in their range, else seeks', () => {
+  test("auto picks point lookups when the engine holds over 10x the SSTs' bytes in their range, else seeks", () => {
     const few: Array<[string, string]> = [
       [keyOf(3), 'x'],
       [keyOf(1997), 'x'],
@@ -287,7 +336,15 @@ describe('conflict scan behaviour', () => {
     w.delete(Buffer.from('a'));
     w.finish();
     expect(() => checkSstConflicts(engine, [path.join(d, 'del.sst')])).toThrow(/put-only SSTs/);
-    const a = writeSstSet(path.join(d, 'a'), [['k1', 'x'], ['k5', 'x']], 1, rng(9));
+    const a = writeSstSet(
+      path.join(d, 'a'),
+      [
+        ['k1', 'x'],
+        ['k5', 'x'],
+      ],
+      1,
+      rng(9),
+    );
     const b = writeSstSet(path.join(d, 'b'), [['k3', 'x']], 1, rng(9));
     expect(() => checkSstConflicts(engine, [...a, ...b])).toThrow(/overlap/);
   });

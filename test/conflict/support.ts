@@ -20,7 +20,10 @@ export function keyOf(i: number): string {
   return `k${String(i).padStart(5, '0')}`;
 }
 
-type Op = { kind: 'put'; key: string; value: string; seq: number } | { kind: 'del'; key: string; seq: number } | { kind: 'rdel'; start: string; end: string; seq: number };
+type Op =
+  | { kind: 'put'; key: string; value: string; seq: number }
+  | { kind: 'del'; key: string; seq: number }
+  | { kind: 'rdel'; start: string; end: string; seq: number };
 
 /** Every write, with its sequence number; answers reads by brute force. */
 export class Model {
@@ -168,8 +171,7 @@ export function expectedOutcome(model: Model, rows: Array<[string, string]>, rea
     if (v === null) {
       e.new++;
       if (model.newestPointIsPut(key, readSeq)) e.rangeDeleted++;
-    }
-    else if (v.value === fresh) e.unchanged++;
+    } else if (v.value === fresh) e.unchanged++;
     else e.conflicts.push({ key, existing: v.value, existingSeq: v.seq, fresh });
   }
   return e;

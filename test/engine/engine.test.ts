@@ -20,7 +20,11 @@ afterEach(() => {
 
 const b = (s: string): Buffer => Buffer.from(s);
 const str = (v: Buffer | null): string | null => (v === null ? null : v.toString());
-const files = (suffix: string): string[] => fs.readdirSync(dir).filter((f) => f.endsWith(suffix)).sort();
+const files = (suffix: string): string[] =>
+  fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(suffix))
+    .sort();
 
 function scan(engine: Engine, opts: Parameters<Engine['newIterator']>[0] = {}): string[] {
   const it = engine.newIterator(opts);
@@ -33,7 +37,10 @@ function scan(engine: Engine, opts: Parameters<Engine['newIterator']>[0] = {}): 
 describe('open and close', () => {
   test('a second opener is refused with DB_LOCKED until the first closes', async () => {
     const e = await Engine.open(dir);
-    await expect(Engine.open(dir)).rejects.toMatchObject({ code: 'DB_LOCKED', message: `database is locked: ${dir} (held by pid ${process.pid})` });
+    await expect(Engine.open(dir)).rejects.toMatchObject({
+      code: 'DB_LOCKED',
+      message: `database is locked: ${dir} (held by pid ${process.pid})`,
+    });
     await e.close();
     const again = await Engine.open(dir);
     await again.close();
@@ -198,7 +205,10 @@ describe('writes and reads', () => {
     const snap = e.getSnapshot();
     await e.write(new WriteBatch().deleteRange(b('x'), b('z')).put(b('y'), b('2')));
     const seen = (eng: Engine, s?: typeof snap): string[] =>
-      eng.rangeTombstones({ snapshot: s }).map((t) => `${t.start}-${t.end}@${t.seq}`).sort();
+      eng
+        .rangeTombstones({ snapshot: s })
+        .map((t) => `${t.start}-${t.end}@${t.seq}`)
+        .sort();
     expect(seen(e)).toEqual(['a-c@2', 'x-z@3']);
     expect(seen(e, snap)).toEqual(['a-c@2']);
     snap.release();
@@ -228,7 +238,14 @@ describe('levels', () => {
     const w = new TableFileWriter(tableFileName(dir, number), { blockSizeBytes: 256 });
     for (const [k, seq, type, v] of entries) w.add(makeInternalKey(b(k), seq, type), b(v));
     const r = w.finish();
-    return { fileNumber: number, fileSizeBytes: r.fileSizeBytes, smallest: r.smallestKey, largest: r.largestKey, smallestSeq: r.smallestSeq, largestSeq: r.largestSeq };
+    return {
+      fileNumber: number,
+      fileSizeBytes: r.fileSizeBytes,
+      smallest: r.smallestKey,
+      largest: r.largestKey,
+      smallestSeq: r.smallestSeq,
+      largestSeq: r.largestSeq,
+    };
   }
 
   test('get and iterators find files placed in deeper levels, newest level first', async () => {
@@ -248,7 +265,8 @@ describe('levels', () => {
       edit.addFile(3, writeTable(e.newFileNumber(), entries));
     }
     const l2: Array<[string, number, ValueType, string]> = [];
-    for (let i = 0; i < 100; i += 2) l2.push([`k${String(i).padStart(2, '0')}`, 200 + i, i === 10 ? ValueType.Deletion : ValueType.Value, i === 10 ? '' : `mid${i}`]);
+    for (let i = 0; i < 100; i += 2)
+      l2.push([`k${String(i).padStart(2, '0')}`, 200 + i, i === 10 ? ValueType.Deletion : ValueType.Value, i === 10 ? '' : `mid${i}`]);
     edit.addFile(2, writeTable(e.newFileNumber(), l2.slice(0, 25)));
     edit.addFile(2, writeTable(e.newFileNumber(), l2.slice(25)));
     edit.addFile(1, writeTable(e.newFileNumber(), [['k50', 900, ValueType.Value, 'new50']]));

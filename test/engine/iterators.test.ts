@@ -118,8 +118,15 @@ describe('merging iterator', () => {
   });
 
   test('trySeekUsingNext goes to every live child, next() in between included; exhausted children are not asked', () => {
-    const a = new ArrayIterator([[ik('a', 1), Buffer.from('1')], [ik('c', 2), Buffer.from('2')], [ik('e', 3), Buffer.from('3')]]);
-    const b = new ArrayIterator([[ik('b', 4), Buffer.from('4')], [ik('f', 5), Buffer.from('5')]]);
+    const a = new ArrayIterator([
+      [ik('a', 1), Buffer.from('1')],
+      [ik('c', 2), Buffer.from('2')],
+      [ik('e', 3), Buffer.from('3')],
+    ]);
+    const b = new ArrayIterator([
+      [ik('b', 4), Buffer.from('4')],
+      [ik('f', 5), Buffer.from('5')],
+    ]);
     const m = new MergingIterator([a, b]);
     const seek = (k: string): Buffer => ik(k, MAX_SEQUENCE_NUMBER, ValueType.Seek);
     const flags = (it: ArrayIterator): boolean | undefined => it.seekOptions[it.seekOptions.length - 1]?.trySeekUsingNext;
@@ -202,7 +209,14 @@ describe('level iterator', () => {
       const w = new TableFileWriter(tableFileName(dir, number), { blockSizeBytes: 1024 });
       for (let i = f * KEYS_PER_FILE; i < (f + 1) * KEYS_PER_FILE; i++) w.add(ik(key(i), i + 1), Buffer.from(`value-${i}`));
       const res = w.finish();
-      files.push({ fileNumber: number, fileSizeBytes: res.fileSizeBytes, smallest: res.smallestKey, largest: res.largestKey, smallestSeq: res.smallestSeq, largestSeq: res.largestSeq });
+      files.push({
+        fileNumber: number,
+        fileSizeBytes: res.fileSizeBytes,
+        smallest: res.smallestKey,
+        largest: res.largestKey,
+        smallestSeq: res.smallestSeq,
+        largestSeq: res.largestSeq,
+      });
     }
     cache = new TableCache(dir, { maxOpenFiles: 2, blockCache: new BlockCache(1 << 20) });
   });
@@ -213,7 +227,8 @@ describe('level iterator', () => {
 
   const userKeys = (it: InternalIterator, dirn: 1 | -1, limit = Infinity): string[] => {
     const out: string[] = [];
-    for (dirn > 0 ? it.first() : it.last(); it.valid() && out.length < limit; dirn > 0 ? it.next() : it.prev()) out.push(userKeyOf(it.key()).toString());
+    for (dirn > 0 ? it.first() : it.last(); it.valid() && out.length < limit; dirn > 0 ? it.next() : it.prev())
+      out.push(userKeyOf(it.key()).toString());
     return out;
   };
 

@@ -37,7 +37,9 @@ describe('version edit', () => {
     e.logNumber = 17;
     e.nextFileNumber = 2 ** 40;
     e.lastSequence = 2 ** 50 + 3;
-    e.addFile(0, meta(12, 'a', 'm')).addFile(6, meta(13, 'n', 'z')).deleteFile(3, 9);
+    e.addFile(0, meta(12, 'a', 'm'))
+      .addFile(6, meta(13, 'n', 'z'))
+      .deleteFile(3, 9);
     const d = VersionEdit.decode(e.encode(), 'M', 0);
     expect(d).toEqual(e);
   });
@@ -48,7 +50,9 @@ describe('version edit', () => {
 
   test('unknown tags, bad levels and truncation are corruption; ignorable custom fields are skipped', () => {
     const unknownTag = Buffer.from([99, 1]);
-    expect(() => VersionEdit.decode(unknownTag, 'MANIFEST-000001', 77)).toThrow(/MANIFEST-000001 at offset 77: version edit: unknown tag 99/);
+    expect(() => VersionEdit.decode(unknownTag, 'MANIFEST-000001', 77)).toThrow(
+      /MANIFEST-000001 at offset 77: version edit: unknown tag 99/,
+    );
     const badLevel = Buffer.from([6, 9, 1]);
     expect(() => VersionEdit.decode(badLevel, 'M', 0)).toThrow(/level 9/);
     const whole = new VersionEdit().addFile(1, meta(5, 'a', 'b')).encode();
@@ -193,9 +197,13 @@ describe('lock file', () => {
 
   test('another live process holds it; after it is SIGKILLed the stale lock is taken over', async () => {
     const root = REPO_ROOT;
-    const child = spawn(process.execPath, ['--require', path.join(root, 'test/support/swc-register.js'), path.join(root, 'test/support/lockHolder.ts'), dir], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--require', path.join(root, 'test/support/swc-register.js'), path.join(root, 'test/support/lockHolder.ts'), dir],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d: Buffer) => {

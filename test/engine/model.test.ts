@@ -165,7 +165,11 @@ async function runModel(seed: number, steps: number, dir: string): Promise<{ cou
       const a = r() < 0.8 ? anyKey() : null;
       const b = r() < 0.8 ? anyKey() : null;
       const [lower, upper] = a !== null && b !== null && a > b ? [b, a] : [a, b];
-      const it = engine.newIterator({ snapshot, lowerBound: lower === null ? undefined : Buffer.from(lower), upperBound: upper === null ? undefined : Buffer.from(upper) });
+      const it = engine.newIterator({
+        snapshot,
+        lowerBound: lower === null ? undefined : Buffer.from(lower),
+        upperBound: upper === null ? undefined : Buffer.from(upper),
+      });
       const limit = 1 + Math.floor(r() * 25);
       const forward = r() < 0.5;
       const got: Array<[string, string]> = [];
@@ -174,8 +178,11 @@ async function runModel(seed: number, steps: number, dir: string): Promise<{ cou
       } else {
         for (it.last(); it.valid() && got.length < limit; it.prev()) got.push([it.key().toString(), it.value().toString()]);
       }
-      const want = forward ? model.scan(seq, lower, upper, 0, 1, limit) : model.scan(seq, lower, upper, model.sortedKeys.length - 1, -1, limit);
-      if (JSON.stringify(got) !== JSON.stringify(want)) fail(`scan ${forward ? 'fwd' : 'rev'} [${lower}, ${upper}) at ${seq}`, { got, want });
+      const want = forward
+        ? model.scan(seq, lower, upper, 0, 1, limit)
+        : model.scan(seq, lower, upper, model.sortedKeys.length - 1, -1, limit);
+      if (JSON.stringify(got) !== JSON.stringify(want))
+        fail(`scan ${forward ? 'fwd' : 'rev'} [${lower}, ${upper}) at ${seq}`, { got, want });
       // Then wander: random next/prev/seeks against the model's positions.
       let pos = got.length === 0 ? -1 : model.sortedKeys.indexOf(got[got.length - 1][0]);
       if (got.length === limit && it.valid()) pos = model.sortedKeys.indexOf(it.key().toString());
@@ -275,7 +282,9 @@ test('engine matches an in-memory model over 100k random operations', async () =
     const steps = process.env.ENGINE_MODEL_STEPS !== undefined ? Number(process.env.ENGINE_MODEL_STEPS) : 100_000;
     const { counts, filesPerLevel } = await runModel(seed, steps, dir);
     // Printed so a run shows what it covered and how long it took.
-    console.log(`engine model seed ${seed}: ${JSON.stringify(counts)}, files per level at the end ${filesPerLevel}, ${Date.now() - started} ms`);
+    console.log(
+      `engine model seed ${seed}: ${JSON.stringify(counts)}, files per level at the end ${filesPerLevel}, ${Date.now() - started} ms`,
+    );
     expect(counts.move).toBeGreaterThan(20);
     expect(counts.reopen).toBeGreaterThan(10);
   } finally {

@@ -99,7 +99,10 @@ async function runModel(seed: number, steps: number, dir: string): Promise<Recor
     bump('compactionConflicts', stats.compaction.conflicts);
     bump('tombstonesDropped', stats.compaction.tombstonesDropped);
     bump('level0WriteStalls', stats.level0WriteStalls);
-    counts.deepestLevel = Math.max(counts.deepestLevel ?? 0, stats.filesPerLevel.reduce((d, n, level) => (n > 0 ? level : d), 0));
+    counts.deepestLevel = Math.max(
+      counts.deepestLevel ?? 0,
+      stats.filesPerLevel.reduce((d, n, level) => (n > 0 ? level : d), 0),
+    );
   };
   const closeHeld = (): void => {
     for (const h of held.splice(0)) h.it.close();
@@ -165,7 +168,11 @@ async function runModel(seed: number, steps: number, dir: string): Promise<Recor
       const a = r() < 0.7 ? anyKey() : null;
       const b = r() < 0.7 ? anyKey() : null;
       const [lower, upper] = a !== null && b !== null && a > b ? [b, a] : [a, b];
-      const it = engine.newIterator({ snapshot, lowerBound: lower === null ? undefined : Buffer.from(lower), upperBound: upper === null ? undefined : Buffer.from(upper) });
+      const it = engine.newIterator({
+        snapshot,
+        lowerBound: lower === null ? undefined : Buffer.from(lower),
+        upperBound: upper === null ? undefined : Buffer.from(upper),
+      });
       const limit = 1 + Math.floor(r() * 30);
       const forward = r() < 0.5;
       const got: Array<[string, string]> = [];
@@ -174,8 +181,11 @@ async function runModel(seed: number, steps: number, dir: string): Promise<Recor
       } else {
         for (it.last(); it.valid() && got.length < limit; it.prev()) got.push([it.key().toString(), it.value().toString()]);
       }
-      const want = forward ? model.scan(seq, lower, upper, 0, 1, limit) : model.scan(seq, lower, upper, model.sortedKeys.length - 1, -1, limit);
-      if (JSON.stringify(got) !== JSON.stringify(want)) fail(`scan ${forward ? 'fwd' : 'rev'} [${lower}, ${upper}) at ${seq}`, { got, want });
+      const want = forward
+        ? model.scan(seq, lower, upper, 0, 1, limit)
+        : model.scan(seq, lower, upper, model.sortedKeys.length - 1, -1, limit);
+      if (JSON.stringify(got) !== JSON.stringify(want))
+        fail(`scan ${forward ? 'fwd' : 'rev'} [${lower}, ${upper}) at ${seq}`, { got, want });
       let pos = got.length === 0 ? -1 : model.lowerIndex(got[got.length - 1][0]);
       if (got.length === limit && it.valid()) pos = model.lowerIndex(it.key().toString());
       for (let j = 0; j < 8 && it.valid(); j++) {
@@ -205,7 +215,11 @@ async function runModel(seed: number, steps: number, dir: string): Promise<Recor
       for (let j = 0; j < 12; j++) {
         const t = keyName(ti);
         it.seekGE(Buffer.from(t), { trySeekUsingNext: useTry && j > 0 });
-        expectPosition(it, model.scan(seq, null, null, model.lowerIndex(t), 1, 1)[0], `seekGE${useTry ? ' (trySeekUsingNext)' : ''} ${t} at ${seq}`);
+        expectPosition(
+          it,
+          model.scan(seq, null, null, model.lowerIndex(t), 1, 1)[0],
+          `seekGE${useTry ? ' (trySeekUsingNext)' : ''} ${t} at ${seq}`,
+        );
         ti += Math.floor(r() * r() * 200);
       }
       it.close();
@@ -277,13 +291,20 @@ async function runModel(seed: number, steps: number, dir: string): Promise<Recor
   await engine.compactRange();
   for (const h of held) {
     h.it.prev();
-    expectPosition(h.it, model.scan(h.seq, null, null, model.lowerIndex(h.key) - 1, -1, 1)[0], `held iterator after the final compaction at ${h.seq}`);
+    expectPosition(
+      h.it,
+      model.scan(h.seq, null, null, model.lowerIndex(h.key) - 1, -1, 1)[0],
+      `held iterator after the final compaction at ${h.seq}`,
+    );
   }
   closeHeld();
   for (const s of snapshots.splice(0)) s.release();
   await engine.compactRange();
   collectStats();
-  bump('filesAfterFullCompaction', engine.stats().filesPerLevel.reduce((a, b) => a + b, 0));
+  bump(
+    'filesAfterFullCompaction',
+    engine.stats().filesPerLevel.reduce((a, b) => a + b, 0),
+  );
   // A full compaction with no snapshot left drops every tombstone.
   if (engine.rangeTombstones().length !== 0) fail('tombstones after a full compaction', engine.rangeTombstones().length);
   await engine.close();

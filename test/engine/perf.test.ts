@@ -129,6 +129,12 @@ test('a get of an absent key reads at most 0.02 data blocks on average (10 bits/
   expect(blocks).toBeLessThanOrEqual(0.02);
 
   resetPerfContext();
-  for (let i = 0; i < 1000; i++) expect(engine.get(key(i * 97))?.toString().startsWith(`value-${i * 97}-`)).toBe(true);
+  for (let i = 0; i < 1000; i++)
+    expect(
+      engine
+        .get(key(i * 97))
+        ?.toString()
+        .startsWith(`value-${i * 97}-`),
+    ).toBe(true);
   expect((perf.dataBlocksRead + perf.blockCacheHits) / 1000).toBeCloseTo(1, 1);
 });

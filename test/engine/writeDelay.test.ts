@@ -87,7 +87,11 @@ describe('the engine under a slowdown', () => {
     return batch.byteSize;
   }
 
-  const slowdownAt2: EngineOptions = { level0FileNumCompactionTrigger: 2, level0SlowdownWritesTrigger: 2, delayedWriteRateBytesPerSecond: RATE_BYTES_PER_SECOND };
+  const slowdownAt2: EngineOptions = {
+    level0FileNumCompactionTrigger: 2,
+    level0SlowdownWritesTrigger: 2,
+    delayedWriteRateBytesPerSecond: RATE_BYTES_PER_SECOND,
+  };
 
   it('at the slowdown trigger, the next writer waits for the bytes before it at the delayed rate', async () => {
     const engine = await engineWithL0(2, slowdownAt2);
@@ -101,7 +105,9 @@ describe('the engine under a slowdown', () => {
       expect(s.writeDelayMs).toBeGreaterThan(0.9 * expectedMs);
       expect(s.writeDelayMs).toBeLessThanOrEqual(expectedMs);
       expect(engine.get(Buffer.from('after'))?.toString()).toBe('y');
-      console.log(`slowdown: ${bytes} bytes at ${RATE_BYTES_PER_SECOND} B/s → next writer told to wait ${s.writeDelayMs.toFixed(2)} ms (${expectedMs.toFixed(2)} ms by the rate)`);
+      console.log(
+        `slowdown: ${bytes} bytes at ${RATE_BYTES_PER_SECOND} B/s → next writer told to wait ${s.writeDelayMs.toFixed(2)} ms (${expectedMs.toFixed(2)} ms by the rate)`,
+      );
     } finally {
       await engine.close();
     }

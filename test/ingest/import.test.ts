@@ -41,7 +41,11 @@ function randomTable(seed: number, nRows: number, width: number, delimiter: stri
     rows.push(row);
     lines.push(
       row
-        .map((v) => (v === '' && width === 1) || v.includes(delimiter) || v.includes('"') || v.includes('\n') || v.includes('\r') || r() < 0.1 ? `"${v.split('"').join('""')}"` : v)
+        .map((v) =>
+          (v === '' && width === 1) || v.includes(delimiter) || v.includes('"') || v.includes('\n') || v.includes('\r') || r() < 0.1
+            ? `"${v.split('"').join('""')}"`
+            : v,
+        )
         .join(delimiter),
     );
   }
@@ -68,7 +72,12 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     const dir = tempDir('ingest-import-');
     const t = randomTable(7, 40000, 4, ',');
     fs.writeFileSync(path.join(dir, 'in.csv'), t.text);
-    const s = await importTo(dir, { inputs: [path.join(dir, 'in.csv')], memoryLimitBytes: 4 << 20, parseThreads: 0, targetFileSizeBytes: 256 << 10 });
+    const s = await importTo(dir, {
+      inputs: [path.join(dir, 'in.csv')],
+      memoryLimitBytes: 4 << 20,
+      parseThreads: 0,
+      targetFileSizeBytes: 256 << 10,
+    });
     expect(s.runs).toBeGreaterThan(1);
     expect(s.rowsRead).toBe(40000);
     expect(s.outputFiles.length).toBeGreaterThan(1);
@@ -76,7 +85,10 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     // The temp directory holds nothing afterwards.
     expect(fs.readdirSync(path.join(dir, 'tmp'))).toEqual([]);
     // Summary key ranges match the files and do not overlap.
-    for (let i = 1; i < s.outputFiles.length; i++) expect(Buffer.compare(Buffer.from(s.outputFiles[i - 1].largestKeyHex, 'hex'), Buffer.from(s.outputFiles[i].smallestKeyHex, 'hex'))).toBeLessThan(0);
+    for (let i = 1; i < s.outputFiles.length; i++)
+      expect(
+        Buffer.compare(Buffer.from(s.outputFiles[i - 1].largestKeyHex, 'hex'), Buffer.from(s.outputFiles[i].smallestKeyHex, 'hex')),
+      ).toBeLessThan(0);
   });
 
   it.each([
@@ -105,7 +117,14 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     fs.writeFileSync(path.join(dir, 'in.csv'), `${lines.join('\n')}\n`);
     const inProcess = tempDir('ingest-import-');
     await importTo(inProcess, { inputs: [path.join(dir, 'in.csv')], parseThreads: 0 });
-    const s = await importTo(dir, { inputs: [path.join(dir, 'in.csv')], parseThreads: 2, mergeThreads: 2, parseTaskBytes: 4096, memoryLimitBytes: 16 << 20, targetFileSizeBytes: 64 << 10 });
+    const s = await importTo(dir, {
+      inputs: [path.join(dir, 'in.csv')],
+      parseThreads: 2,
+      mergeThreads: 2,
+      parseTaskBytes: 4096,
+      memoryLimitBytes: 16 << 20,
+      targetFileSizeBytes: 64 << 10,
+    });
     expect(s.parseThreads).toBe(2);
     expect(s.mergeThreads).toBe(2);
     expect(s.outputFiles.length).toBeGreaterThan(2);
@@ -139,7 +158,10 @@ describe('keys and values', () => {
       ['a\u0000', '0', 'w'],
       ['ab', '-5', ''],
     ];
-    fs.writeFileSync(path.join(dir, 'in.csv'), `name,n,v\n${rows.map((r) => r.map((f) => `"${f.replace(/"/g, '""')}"`).join(',')).join('\n')}\n`);
+    fs.writeFileSync(
+      path.join(dir, 'in.csv'),
+      `name,n,v\n${rows.map((r) => r.map((f) => `"${f.replace(/"/g, '""')}"`).join(',')).join('\n')}\n`,
+    );
     const s = await importTo(dir, { inputs: [path.join(dir, 'in.csv')], header: true, key: 'name,n:int64', valueFormat: 'json' });
     const { entries } = readOutputSsts(path.join(dir, 'out'));
     expect(entries.map((e) => JSON.parse(e.value.toString()))).toEqual([{ v: 'z' }, { v: 'y"q' }, { v: 'w' }, { v: '' }, { v: 'x' }]);
@@ -192,7 +214,10 @@ describe('keys and values', () => {
   it('reads stdin when the input is -', async () => {
     const dir = tempDir('ingest-import-');
     const saved = Object.getOwnPropertyDescriptor(process, 'stdin');
-    Object.defineProperty(process, 'stdin', { value: Readable.from([Buffer.from('k,v\nb,'), Buffer.from('2\na,1\n')]), configurable: true });
+    Object.defineProperty(process, 'stdin', {
+      value: Readable.from([Buffer.from('k,v\nb,'), Buffer.from('2\na,1\n')]),
+      configurable: true,
+    });
     try {
       const s = await importTo(dir, { inputs: ['-'], header: true });
       expect(s.inputs).toEqual([{ path: 'stdin', bytes: null }]);

@@ -124,7 +124,11 @@ describe('duplicate keys', () => {
     const inputs = duplicateInputs(dir);
     const s = await importTo(dir, { inputs, header: true, key: 'k:int64', onDuplicate: policy, memoryLimitBytes: 4 << 20 });
     expect(s.duplicates.count).toBe(150);
-    expect(s.duplicates.examples[0]).toEqual({ key: '50', first: { file: inputs[0], line: 52 }, duplicate: { file: inputs[1], line: 151 } });
+    expect(s.duplicates.examples[0]).toEqual({
+      key: '50',
+      first: { file: inputs[0], line: 52 },
+      duplicate: { file: inputs[1], line: 151 },
+    });
     const { entries } = readOutputSsts(path.join(dir, 'out'));
     expect(entries.length).toBe(200);
     expect(s.rowsWritten).toBe(200);

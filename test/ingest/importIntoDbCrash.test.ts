@@ -47,7 +47,14 @@ function runImport(db: string, csvPath: string, runsDir: string, killAfterMs: nu
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--require', path.join(ROOT, 'test/support/swc-register.js'), path.join(ROOT, 'test/support/importDbCrashChild.ts'), db, csvPath, runsDir],
+      [
+        '--require',
+        path.join(ROOT, 'test/support/swc-register.js'),
+        path.join(ROOT, 'test/support/importDbCrashChild.ts'),
+        db,
+        csvPath,
+        runsDir,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stdout = '';
@@ -226,7 +233,10 @@ test('open removes the scratch directories of dead owners only', async () => {
     }
     const engine = await Engine.open(db);
     await engine.close();
-    const left = fs.readdirSync(db).filter((n) => n.startsWith('.import-tmp-')).sort();
+    const left = fs
+      .readdirSync(db)
+      .filter((n) => n.startsWith('.import-tmp-'))
+      .sort();
     const expected = [path.basename(own), path.basename(ownerless)];
     // Where /proc gives no start time the reused pid counts as alive (erring towards keeping).
     if (ownOwner?.startTime === '-') expected.push(path.basename(reusedDir));

@@ -23,7 +23,13 @@ for (const line of fs.readFileSync(FIXTURE, 'utf8').split('\n').slice(1)) {
 }
 const ids = [...fixtureRows.keys()];
 
-const IMPORT: DbImportOptions['import'] = { inputs: [FIXTURE], dialect: { delimiter: '|' }, header: true, key: 't_id:int64', valueFormat: 'raw' };
+const IMPORT: DbImportOptions['import'] = {
+  inputs: [FIXTURE],
+  dialect: { delimiter: '|' },
+  header: true,
+  key: 't_id:int64',
+  valueFormat: 'raw',
+};
 
 let root: string;
 beforeEach(() => {
@@ -88,7 +94,9 @@ test('refuses an engine open at another directory, changing nothing', async () =
   const e = await Engine.open(path.join(root, 'a'));
   try {
     const other = path.join(root, 'b');
-    await expect(importIntoDb({ dbDir: other, engine: e, import: IMPORT, onConflict: 'overwrite' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(importIntoDb({ dbDir: other, engine: e, import: IMPORT, onConflict: 'overwrite' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     expect(fs.existsSync(other)).toBe(false);
     expect(e.get(key(ids[0]))).toBeNull();
   } finally {

@@ -12,11 +12,14 @@ const reference = {
   inProcessSortBytes: (limit: number): number => Math.max(limit - 2 * MIB, MIN_MEMORY_LIMIT_BYTES / 2),
   workerSortBytes: (limit: number, threads: number): number => Math.floor((limit - threads * 2 * MIB) / threads),
   fanIn: (limit: number, threads: number): number => Math.max(2, Math.floor(limit / 2 / (64 << 10) / threads)),
-  readBufferBytes: (limit: number, readers: number): number => Math.max(64 << 10, Math.min(MIB, Math.floor(limit / 2 / Math.max(readers, 1)))),
+  readBufferBytes: (limit: number, readers: number): number =>
+    Math.max(64 << 10, Math.min(MIB, Math.floor(limit / 2 / Math.max(readers, 1)))),
 };
 
 test('a limit below the minimum is a usage error', () => {
-  expect(() => new MemoryBudget(MIN_MEMORY_LIMIT_BYTES - 1)).toThrow(expect.objectContaining({ code: 'USAGE', message: `--memory-limit must be at least ${MIN_MEMORY_LIMIT_BYTES} bytes` }));
+  expect(() => new MemoryBudget(MIN_MEMORY_LIMIT_BYTES - 1)).toThrow(
+    expect.objectContaining({ code: 'USAGE', message: `--memory-limit must be at least ${MIN_MEMORY_LIMIT_BYTES} bytes` }),
+  );
   expect(new MemoryBudget().memoryLimitBytes).toBe(256 * MIB);
 });
 
@@ -26,7 +29,9 @@ test.each(LIMITS)('parser shares are the former numbers and fit the limit (%i by
   for (let threads = 1; threads <= 16; threads++) {
     const expected = reference.workerSortBytes(limit, threads);
     if (expected < 2 * MIB) {
-      expect(() => budget.parserShare(threads)).toThrow(expect.objectContaining({ code: 'USAGE', message: `--memory-limit ${limit} is too small for ${threads} parse threads` }));
+      expect(() => budget.parserShare(threads)).toThrow(
+        expect.objectContaining({ code: 'USAGE', message: `--memory-limit ${limit} is too small for ${threads} parse threads` }),
+      );
       continue;
     }
     const share = budget.parserShare(threads);

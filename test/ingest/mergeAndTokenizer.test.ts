@@ -27,7 +27,18 @@ interface Row {
 
 /** Keys that share prefixes, end in zeros, are prefixes of each other, or are empty. */
 function trickyKey(r: () => number): Buffer {
-  const bases = ['', 'a', 'ab', 'ab\u0000', 'ab\u0000\u0000', 'abcdefgh', 'abcdefgh\u0000', 'abcdefghZ', 'abcdefgi', '\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff'];
+  const bases = [
+    '',
+    'a',
+    'ab',
+    'ab\u0000',
+    'ab\u0000\u0000',
+    'abcdefgh',
+    'abcdefgh\u0000',
+    'abcdefghZ',
+    'abcdefgi',
+    '\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff\u00ff',
+  ];
   const base = Buffer.from(bases[Math.floor(r() * bases.length)], 'latin1');
   if (r() < 0.5) return base;
   const tail = Buffer.alloc(1 + Math.floor(r() * 10));
@@ -60,7 +71,12 @@ function drain(merger: RunMerger): Row[] {
     while (merger.next()) {
       const c = merger.current;
       if (c === null) throw new Error('next() returned true without a current reader');
-      out.push({ key: Buffer.from(c.buf.subarray(c.keyStart, c.keyEnd)), value: Buffer.from(c.buf.subarray(c.keyEnd, c.valueEnd)), source: c.source, line: c.line });
+      out.push({
+        key: Buffer.from(c.buf.subarray(c.keyStart, c.keyEnd)),
+        value: Buffer.from(c.buf.subarray(c.keyEnd, c.valueEnd)),
+        source: c.source,
+        line: c.line,
+      });
     }
   } finally {
     merger.close();
@@ -111,7 +127,9 @@ describe('RunMerger', () => {
     const got = drain(new RunMerger(runs, 512, { low, high, startOffsets: runs.map(() => FIRST_ENTRY_OFFSET) }));
     const expected = [...rows].filter((x) => Buffer.compare(x.key, low) >= 0 && Buffer.compare(x.key, high) < 0).sort(compareRows);
     expect(expected.length).toBeGreaterThan(50);
-    expect(got.map((x) => `${x.key.toString('hex')}/${x.source}/${x.line}`)).toEqual(expected.map((x) => `${x.key.toString('hex')}/${x.source}/${x.line}`));
+    expect(got.map((x) => `${x.key.toString('hex')}/${x.source}/${x.line}`)).toEqual(
+      expected.map((x) => `${x.key.toString('hex')}/${x.source}/${x.line}`),
+    );
   });
 
   it('handles no runs and empty runs', () => {
@@ -131,7 +149,9 @@ describe('RunMerger', () => {
       const la = Buffer.concat([pad, a, pad]);
       const lb = Buffer.concat([pad, b]);
       expect(Math.sign(compareRanges(a, 0, a.length, b, 0, b.length))).toBe(Buffer.compare(a, b));
-      expect(Math.sign(compareRanges(la, 0, la.length - pad.length, lb, 0, lb.length))).toBe(Buffer.compare(la.subarray(0, la.length - pad.length), lb));
+      expect(Math.sign(compareRanges(la, 0, la.length - pad.length, lb, 0, lb.length))).toBe(
+        Buffer.compare(la.subarray(0, la.length - pad.length), lb),
+      );
     }
   });
 });
@@ -143,37 +163,42 @@ describe('mergeRunsIntoSsts', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it.each<DuplicatePolicy>(['first', 'last', 'error'])('applies the %s policy to keys that differ only past the prefix or in length', (policy) => {
-    const rows = makeRows(policy.length, 2000).filter((x) => x.key.length > 0);
-    const runs = writeRuns(dir, rows, 5, rng(9));
-    const out = new SstSetWriter(dir, 'test', 0, 1 << 30, { compression: 0 });
-    const result = mergeRunsIntoSsts(runs, policy, out, 300);
-    const files = policy === 'error' ? [] : out.finish();
-    if (policy === 'error') out.abort();
-    const sorted = [...rows].sort(compareRows);
-    const groups = new Map<string, Row[]>();
-    for (const x of sorted) {
-      const k = x.key.toString('hex');
-      const g = groups.get(k);
-      if (g === undefined) groups.set(k, [x]);
-      else g.push(x);
-    }
-    expect(result.rowsMerged).toBe(rows.length);
-    expect(result.duplicateCount).toBe(rows.length - groups.size);
-    const firstDup = [...groups.values()].find((g) => g.length > 1) as Row[];
-    expect(result.duplicates[0].key.toString('hex')).toBe(firstDup[0].key.toString('hex'));
-    expect(result.duplicates[0].first).toEqual({ source: firstDup[0].source, line: firstDup[0].line });
-    expect(result.duplicates[0].duplicate).toEqual({ source: firstDup[1].source, line: firstDup[1].line });
-    if (policy === 'error') {
-      expect(result.rowsWritten).toBe(0);
-      return;
-    }
-    publishFiles(dir, files);
-    const { entries } = readOutputSsts(dir);
-    const expected = [...groups.values()].map((g) => (policy === 'first' ? g[0] : g[g.length - 1]));
-    expect(result.rowsWritten).toBe(expected.length);
-    expect(entries.map((e) => `${e.key.toString('hex')}=${e.value.toString()}`)).toEqual(expected.map((x) => `${x.key.toString('hex')}=${x.value.toString()}`));
-  });
+  it.each<DuplicatePolicy>(['first', 'last', 'error'])(
+    'applies the %s policy to keys that differ only past the prefix or in length',
+    (policy) => {
+      const rows = makeRows(policy.length, 2000).filter((x) => x.key.length > 0);
+      const runs = writeRuns(dir, rows, 5, rng(9));
+      const out = new SstSetWriter(dir, 'test', 0, 1 << 30, { compression: 0 });
+      const result = mergeRunsIntoSsts(runs, policy, out, 300);
+      const files = policy === 'error' ? [] : out.finish();
+      if (policy === 'error') out.abort();
+      const sorted = [...rows].sort(compareRows);
+      const groups = new Map<string, Row[]>();
+      for (const x of sorted) {
+        const k = x.key.toString('hex');
+        const g = groups.get(k);
+        if (g === undefined) groups.set(k, [x]);
+        else g.push(x);
+      }
+      expect(result.rowsMerged).toBe(rows.length);
+      expect(result.duplicateCount).toBe(rows.length - groups.size);
+      const firstDup = [...groups.values()].find((g) => g.length > 1) as Row[];
+      expect(result.duplicates[0].key.toString('hex')).toBe(firstDup[0].key.toString('hex'));
+      expect(result.duplicates[0].first).toEqual({ source: firstDup[0].source, line: firstDup[0].line });
+      expect(result.duplicates[0].duplicate).toEqual({ source: firstDup[1].source, line: firstDup[1].line });
+      if (policy === 'error') {
+        expect(result.rowsWritten).toBe(0);
+        return;
+      }
+      publishFiles(dir, files);
+      const { entries } = readOutputSsts(dir);
+      const expected = [...groups.values()].map((g) => (policy === 'first' ? g[0] : g[g.length - 1]));
+      expect(result.rowsWritten).toBe(expected.length);
+      expect(entries.map((e) => `${e.key.toString('hex')}=${e.value.toString()}`)).toEqual(
+        expected.map((x) => `${x.key.toString('hex')}=${x.value.toString()}`),
+      );
+    },
+  );
 });
 
 describe('CsvTokenizer fast path', () => {
@@ -233,7 +258,14 @@ describe('CsvTokenizer fast path', () => {
     const text = `${lines.join('\n')}`;
     for (const chunk of [1, 3, 1 << 20]) {
       const recs = tokenizeAll(text, 0x22, chunk);
-      expect(recs.map((r) => r.fields)).toEqual([['x', '1'], ['q,1', '2'], ['y', '2'], ['z', '3'], ['\rw', '4'], ['last', '5']]);
+      expect(recs.map((r) => r.fields)).toEqual([
+        ['x', '1'],
+        ['q,1', '2'],
+        ['y', '2'],
+        ['z', '3'],
+        ['\rw', '4'],
+        ['last', '5'],
+      ]);
       expect(recs.map((r) => r.line)).toEqual([1, 2, 6, 7, 8, 9]);
       expect(recs[3].raw).toBe('z,3');
     }

@@ -42,13 +42,19 @@ describe('SortBuffer', () => {
   // Keys of at most 8 bytes end inside the first chunk: the radix passes carry only the columns
   // later passes read, and skip the passes whose digit never varies (a constant high word here).
   it.each([
-    ['int64-like keys with a constant high word', (r: () => number) => {
-      const k = Buffer.alloc(8);
-      k.writeUInt32BE(0x8000b5e6, 0);
-      k.writeUInt32BE(Math.floor(r() * 2 ** 24), 4);
-      return k;
-    }],
-    ['short keys ending in zero bytes', (r: () => number) => Buffer.from(Array.from({ length: Math.floor(r() * 9) }, () => (r() < 0.4 ? 0 : Math.floor(r() * 4))))],
+    [
+      'int64-like keys with a constant high word',
+      (r: () => number) => {
+        const k = Buffer.alloc(8);
+        k.writeUInt32BE(0x8000b5e6, 0);
+        k.writeUInt32BE(Math.floor(r() * 2 ** 24), 4);
+        return k;
+      },
+    ],
+    [
+      'short keys ending in zero bytes',
+      (r: () => number) => Buffer.from(Array.from({ length: Math.floor(r() * 9) }, () => (r() < 0.4 ? 0 : Math.floor(r() * 4)))),
+    ],
   ])('sorts %s like a stable bytewise sort', (_name, make) => {
     const r = rng(11);
     const n = 5000;
@@ -105,12 +111,15 @@ describe('key codec', () => {
     const r = rng(9);
     const rows: [string, bigint, string][] = [];
     for (let i = 0; i < 400; i++) {
-      const s = (n: number): string => Array.from({ length: Math.floor(r() * n) }, () => ['a', 'b', '\u0000', '\u00ff', 'é'][Math.floor(r() * 5)]).join('');
+      const s = (n: number): string =>
+        Array.from({ length: Math.floor(r() * n) }, () => ['a', 'b', '\u0000', '\u00ff', 'é'][Math.floor(r() * 5)]).join('');
       rows.push([s(4), BigInt(Math.floor((r() - 0.5) * 20)), s(3)]);
     }
     const cmpStr = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
     const expected = [...rows].sort((a, b) => cmpStr(a[0], b[0]) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) || cmpStr(a[2], b[2]));
-    const got = rows.map((row) => ({ row, k: tuple.encode([row[0], row[1].toString(), row[2]]) })).sort((a, b) => Buffer.compare(a.k, b.k) || cmpStr(a.row.join(), b.row.join()));
+    const got = rows
+      .map((row) => ({ row, k: tuple.encode([row[0], row[1].toString(), row[2]]) }))
+      .sort((a, b) => Buffer.compare(a.k, b.k) || cmpStr(a.row.join(), b.row.join()));
     expect(got.map((g) => g.row.map(String))).toEqual(expected.map((row) => row.map(String)));
     const plain = tuple.encode(['ab', '-3', 'z']);
     expect(tuple.decode(plain)).toEqual(['ab', '-3', 'z']);

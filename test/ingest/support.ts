@@ -45,7 +45,8 @@ export function readOutputSsts(dir: string): { entries: Entry[]; files: string[]
         const key = Buffer.from(userKeyOf(it.key()));
         if (entries.length > 0) {
           const c = Buffer.compare(entries[entries.length - 1].key, key);
-          if (c >= 0) throw new Error(`${f}: key ${key.toString('hex')} not above the previous key${firstInFile ? ' (files overlap)' : ''}`);
+          if (c >= 0)
+            throw new Error(`${f}: key ${key.toString('hex')} not above the previous key${firstInFile ? ' (files overlap)' : ''}`);
         }
         firstInFile = false;
         entries.push({ key, value: Buffer.from(it.value()) });

@@ -41,7 +41,9 @@ describe('the npm tarball', () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sst-ingest-pack-'));
     // Build first, then pack without scripts: prepack's build output would mix into --json.
     run(NPM, ['run', '--silent', 'build'], REPO_ROOT);
-    const packed = JSON.parse(run(NPM, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], REPO_ROOT)) as Array<{ filename: string }>;
+    const packed = JSON.parse(run(NPM, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], REPO_ROOT)) as Array<{
+      filename: string;
+    }>;
     const tarball = path.join(work, packed[0].filename);
     app = path.join(work, 'app');
     fs.mkdirSync(app);
@@ -56,7 +58,13 @@ describe('the npm tarball', () => {
 
   it('ships the compiled library, its declarations and the CLI, and nothing of the tests', () => {
     const pkg = path.join(app, 'node_modules', 'sst-ingest');
-    for (const f of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/cli/ingest.js', 'dist/src/ingest/parse/parseWorker.js', 'package.json']) {
+    for (const f of [
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/cli/ingest.js',
+      'dist/src/ingest/parse/parseWorker.js',
+      'package.json',
+    ]) {
       expect(fs.existsSync(path.join(pkg, f))).toBe(true);
     }
     expect(fs.existsSync(path.join(pkg, 'test'))).toBe(false);
@@ -81,7 +89,11 @@ describe('the npm tarball', () => {
     );
     run(process.execPath, [path.join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], app);
     fs.writeFileSync(path.join(app, 'data.csv'), 'id,v\nk1,one\nk2,two\nk3,three\n');
-    const out = run(process.execPath, ['out/consumer.js', path.join(app, 'db-ts'), path.join(app, 'data.csv'), path.join(app, 'one.sst')], app);
+    const out = run(
+      process.execPath,
+      ['out/consumer.js', path.join(app, 'db-ts'), path.join(app, 'data.csv'), path.join(app, 'one.sst')],
+      app,
+    );
     expect(JSON.parse(out.trim())).toEqual({ landed: true, rows: 3, imported: 'two', writes: true, entries: 1, code: 'USAGE' });
   });
 

@@ -4,7 +4,13 @@
  */
 import { xxh3 } from '@node-rs/xxhash';
 import { checksumsReady, ChecksumType, computeBlockChecksum } from '../../src/sstable/checksum';
-import { CompressionType, LZ4_NAPI_SIZE_BYTES, lz4CompressForBlock, lz4DecompressBlock, lz4DecompressBlockInPlace } from '../../src/sstable/compression';
+import {
+  CompressionType,
+  LZ4_NAPI_SIZE_BYTES,
+  lz4CompressForBlock,
+  lz4DecompressBlock,
+  lz4DecompressBlockInPlace,
+} from '../../src/sstable/compression';
 
 /** Deterministic pseudo-random bytes (xorshift32). */
 function randomBytes(length: number, seed: number): Buffer {

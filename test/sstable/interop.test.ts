@@ -154,7 +154,12 @@ function makeShapes(): Shape[] {
   const none = { compression: CompressionType.None };
   const lz4 = { compression: CompressionType.LZ4 };
 
-  shapes.push({ name: 'one entry (fv5, none)', options: { ...fv5, ...none }, points: [put(b('the-only-key'), b('the-only-value'))], tombstones: [] });
+  shapes.push({
+    name: 'one entry (fv5, none)',
+    options: { ...fv5, ...none },
+    points: [put(b('the-only-key'), b('the-only-value'))],
+    tombstones: [],
+  });
 
   // 100k entries over many 4 KiB blocks; even counters only, so odd ones are known absent.
   const many: PointEntry[] = [];
@@ -164,11 +169,21 @@ function makeShapes(): Shape[] {
   const prefix = 'tenant-000042/orders/' + 'x'.repeat(180) + '/';
   const shared: PointEntry[] = [];
   for (let i = 0; i < 2000; i++) shared.push(put(b(`${prefix}${String(i).padStart(6, '0')}`), b(`order ${i}`)));
-  shapes.push({ name: 'long shared prefixes (fv4, none)', options: { formatVersion: 4, checksumType: ChecksumType.xxHash64, bloomBitsPerKey: 10, ...none }, points: shared, tombstones: [] });
+  shapes.push({
+    name: 'long shared prefixes (fv4, none)',
+    options: { formatVersion: 4, checksumType: ChecksumType.xxHash64, bloomBitsPerKey: 10, ...none },
+    points: shared,
+    tombstones: [],
+  });
 
   const empties: PointEntry[] = [];
   for (let i = 0; i < 500; i++) empties.push(put(b(`empty-${String(i).padStart(4, '0')}`), Buffer.alloc(0)));
-  shapes.push({ name: 'empty values (fv2, none)', options: { formatVersion: 2, checksumType: ChecksumType.CRC32c, bloomBitsPerKey: 10, ...none }, points: empties, tombstones: [] });
+  shapes.push({
+    name: 'empty values (fv2, none)',
+    options: { formatVersion: 2, checksumType: ChecksumType.CRC32c, bloomBitsPerKey: 10, ...none },
+    points: empties,
+    tombstones: [],
+  });
 
   const big: PointEntry[] = [];
   for (let i = 0; i < 6; i++) {
@@ -203,7 +218,12 @@ function makeShapes(): Shape[] {
     const k = b(`row-${String(i).padStart(5, '0')}`);
     deletes.push(i % 3 === 0 ? del(k) : put(k, b(`v${i}`)));
   }
-  shapes.push({ name: 'point deletes (fv4, lz4)', options: { formatVersion: 4, checksumType: ChecksumType.xxHash64, bloomBitsPerKey: 10, ...lz4 }, points: deletes, tombstones: [] });
+  shapes.push({
+    name: 'point deletes (fv4, lz4)',
+    options: { formatVersion: 4, checksumType: ChecksumType.xxHash64, bloomBitsPerKey: 10, ...lz4 },
+    points: deletes,
+    tombstones: [],
+  });
 
   const ranged: PointEntry[] = [];
   for (let i = 0; i < 500; i++) ranged.push(put(b(`item-${String(i).padStart(4, '0')}`), b(`payload-${i}`)));
@@ -255,7 +275,10 @@ function covered(key: Buffer, tombstones: readonly Tombstone[]): boolean {
 function absentKeys(shape: Shape): Buffer[] {
   const present = new Set(shape.points.filter((p) => p.type === ValueType.Value).map((p) => toHex(p.key)));
   const candidates = [b('absent-key'), b('zzzz-beyond-everything'), u64be(1), u64be(199_999), Buffer.from([0x01, 0x02])];
-  const deleted = shape.points.filter((p) => p.type === ValueType.Deletion).slice(0, 3).map((p) => p.key);
+  const deleted = shape.points
+    .filter((p) => p.type === ValueType.Deletion)
+    .slice(0, 3)
+    .map((p) => p.key);
   return [...candidates.filter((k) => !present.has(toHex(k))), ...deleted];
 }
 
@@ -270,7 +293,12 @@ function sample<T>(all: readonly T[], n: number): T[] {
 describeIfRocksdb('RocksDB reads the files we write', () => {
   test('the oracle is not blind: sst_dump verify reports a corrupted copy', () => {
     const good = path.join(scratchRoot, 'oracle-good.sst');
-    writeShape(good, { name: 'oracle', options: { compression: CompressionType.None }, points: [put(b('key'), b('value'))], tombstones: [] });
+    writeShape(good, {
+      name: 'oracle',
+      options: { compression: CompressionType.None },
+      points: [put(b('key'), b('value'))],
+      tombstones: [],
+    });
     expect(sstDumpVerify(good).ok).toBe(true);
     const bytes = fs.readFileSync(good);
     bytes[2] ^= 0x01; // inside the first data block
@@ -302,13 +330,17 @@ describeIfRocksdb('RocksDB reads the files we write', () => {
           const want = shape.points[i];
           const got = scanned[i];
           if (!got.userKey.equals(want.key) || got.seq !== 0 || got.type !== want.type || !got.value.equals(want.value)) {
-            throw new Error(`entry ${i}: sst_dump read ${toHex(got.userKey)}@${got.seq}/${got.type}, we wrote ${toHex(want.key)}@0/${want.type}`);
+            throw new Error(
+              `entry ${i}: sst_dump read ${toHex(got.userKey)}@${got.seq}/${got.type}, we wrote ${toHex(want.key)}@0/${want.type}`,
+            );
           }
         }
         // raw dumps every block, so it is only worth its time where there are tombstones to see.
         if (shape.tombstones.length > 0) {
           const tombstones = sstDumpRangeTombstones(file);
-          expect(tombstones.map((t) => [toHex(t.start), toHex(t.end)])).toEqual(shape.tombstones.map((t) => [toHex(t.start), toHex(t.end)]));
+          expect(tombstones.map((t) => [toHex(t.start), toHex(t.end)])).toEqual(
+            shape.tombstones.map((t) => [toHex(t.start), toHex(t.end)]),
+          );
         }
         const props = sstDumpProperties(file);
         const deletes = shape.points.filter((p) => p.type === ValueType.Deletion).length;
@@ -451,7 +483,8 @@ function expectFilterAgrees(reader: TableReader, keys: readonly Buffer[], hasFil
   const present = new Set(hexList(keys));
   const probes = probeKeys(2000).filter((k) => !present.has(toHex(k)));
   const falsePositives = probes.filter((k) => reader.keyMayMatch(k)).length;
-  if (hasFilter) expect(falsePositives).toBeLessThan(probes.length * 0.05); // ~1% expected at 10 bits/key
+  if (hasFilter)
+    expect(falsePositives).toBeLessThan(probes.length * 0.05); // ~1% expected at 10 bits/key
   else expect(falsePositives).toBe(probes.length);
 }
 
@@ -468,8 +501,11 @@ describe('our reader reads the RocksDB-written golden fixtures', () => {
       withReader(fx.sst, (r) => {
         const got = readAll(r);
         expect(got.entries.map((e) => [toHex(e.key), e.seq, e.type, toHex(e.value)])).toEqual(fx.json.entries);
-        expect(got.tombstones.map((t) => ({ startHex: toHex(t.start), endHex: toHex(t.end), seq: t.seq }))).toEqual(fx.json.rangeTombstones);
-        for (const [name, field] of NUMERIC_PROPERTIES) expect([name, r.properties[field]]).toEqual([name, fx.json.properties.numeric[name]]);
+        expect(got.tombstones.map((t) => ({ startHex: toHex(t.start), endHex: toHex(t.end), seq: t.seq }))).toEqual(
+          fx.json.rangeTombstones,
+        );
+        for (const [name, field] of NUMERIC_PROPERTIES)
+          expect([name, r.properties[field]]).toEqual([name, fx.json.properties.numeric[name]]);
         for (const [name, field] of STRING_PROPERTIES) expect([name, r.properties[field]]).toEqual([name, fx.json.properties.string[name]]);
         expect(r.footer.formatVersion).toBe(fx.json.options.formatVersion);
         expect(r.footer.checksumType).toBe(parseChecksumType(fx.json.options.checksum));
@@ -661,7 +697,8 @@ function checkFlip(file: string, offset: number, original: ReadBack, layout: Fli
       if (e !== null && !(e instanceof CorruptionError)) return { outcome: 'slipped-through', detail: `threw ${describeError(e)}` };
     }
     if (verifyError !== null && readError !== null) return { outcome: 'detected', detail: '' };
-    const dataNote = read === null ? 'reads failed' : sameData(read, original) ? 'reads returned the original data' : 'reads returned WRONG data';
+    const dataNote =
+      read === null ? 'reads failed' : sameData(read, original) ? 'reads returned the original data' : 'reads returned WRONG data';
     if (verifyError === null && readError === null && read !== null) {
       const seqno = reader.globalSeqno;
       if (inSeqno && seqno > 0 && read.entries.every((e) => e.seq === seqno) && read.tombstones.every((t) => t.seq === seqno)) {
@@ -690,7 +727,7 @@ function flipEveryByte(source: string, label: string): void {
   const slipped: string[] = [];
   const versionChanged: number[] = [];
   const flips: Array<[number, number]> = [];
-  for (let offset = 0; offset < bytes.length; offset++) flips.push([offset, 1 << offset % 8], [offset, 0xff]);
+  for (let offset = 0; offset < bytes.length; offset++) flips.push([offset, 1 << (offset % 8)], [offset, 0xff]);
   for (let offset = bytes.length - FOOTER_BYTES; offset < bytes.length; offset++) {
     for (let bit = 0; bit < 8; bit++) if (bit !== offset % 8) flips.push([offset, 1 << bit]);
   }
@@ -715,7 +752,13 @@ function flipEveryByte(source: string, label: string): void {
 describe('single-byte corruption is always detected', () => {
   test('every byte of a ~2.5 KB table we wrote (fv5, XXH3, Bloom, range deletion)', () => {
     const file = path.join(scratchRoot, 'flip-source-ours.sst');
-    const w = new SstFileWriter(file, { formatVersion: 5, checksumType: ChecksumType.XXH3, compression: CompressionType.None, bloomBitsPerKey: 10, blockSizeBytes: 512 });
+    const w = new SstFileWriter(file, {
+      formatVersion: 5,
+      checksumType: ChecksumType.XXH3,
+      compression: CompressionType.None,
+      bloomBitsPerKey: 10,
+      blockSizeBytes: 512,
+    });
     w.deleteRange(b('k010'), b('k015'));
     for (let i = 0; i < 40; i++) {
       const k = b(`k${String(i).padStart(3, '0')}`);

@@ -49,14 +49,21 @@ function compressibleBuffer(length: number, seed: number): Buffer {
   for (let i = 0; i < length; i++) {
     const r = next();
     if (i > 0 && r < 0.6) out[i] = out[Math.max(0, i - 1 - Math.floor(next() * 64))];
-    else if (r < 0.7) out[i] = i > 0 ? out[i - 1] : 0; // runs: overlapping matches
+    else if (r < 0.7)
+      out[i] = i > 0 ? out[i - 1] : 0; // runs: overlapping matches
     else out[i] = 97 + Math.floor(next() * 8);
   }
   return out;
 }
 
 /** A table of keys 0..entries-1 (8-byte big-endian) with XXH3 checksums and the values given. */
-function writeTable(file: string, entries: number, compression: CompressionType, blockSizeBytes: number, valueOf: (i: number) => Buffer): string {
+function writeTable(
+  file: string,
+  entries: number,
+  compression: CompressionType,
+  blockSizeBytes: number,
+  valueOf: (i: number) => Buffer,
+): string {
   const w = new SstFileWriter(file, { compression, checksumType: ChecksumType.XXH3, blockSizeBytes });
   for (let i = 0; i < entries; i++) {
     const key = Buffer.alloc(8);
@@ -155,7 +162,9 @@ describeIfNative('tables read with and without the codec', () => {
 
   function writeRandomTable(name: string, entries: number, compression: CompressionType): string {
     const next = mulberry32(entries);
-    return writeTable(path.join(dir, name), entries, compression, 512, (i) => Buffer.from(`value-${i}-${'x'.repeat(Math.floor(next() * 40))}`));
+    return writeTable(path.join(dir, name), entries, compression, 512, (i) =>
+      Buffer.from(`value-${i}-${'x'.repeat(Math.floor(next() * 40))}`),
+    );
   }
 
   /** Every entry of a table as "keyHex=valueHex" lines, or the error reading it threw. */
@@ -165,7 +174,8 @@ describeIfNative('tables read with and without the codec', () => {
       try {
         const it = r.newIterator();
         const lines: string[] = [];
-        for (it.first(); it.valid(); it.next()) lines.push(`${Buffer.from(it.key()).toString('hex')}=${Buffer.from(it.value()).toString('hex')}`);
+        for (it.first(); it.valid(); it.next())
+          lines.push(`${Buffer.from(it.key()).toString('hex')}=${Buffer.from(it.value()).toString('hex')}`);
         it.close();
         return lines.join('\n');
       } finally {
@@ -235,7 +245,9 @@ describeIfNative('the data-block arena', () => {
     try {
       const views = handles.map((h) => arena.readBlock(codec, fd, h.offset, h.size, ChecksumType.XXH3, true, 1 << 30));
       // Same contents as a block read into memory of its own.
-      handles.forEach((h, i) => expect(views[i].equals(codec.readBlock(fd, h.offset, h.size, ChecksumType.XXH3, true, 1 << 30))).toBe(true));
+      handles.forEach((h, i) =>
+        expect(views[i].equals(codec.readBlock(fd, h.offset, h.size, ChecksumType.XXH3, true, 1 << 30))).toBe(true),
+      );
       // Views of one slab never overlap, and slabs are shared by many blocks.
       const bySlab = new Map<ArrayBufferLike, Buffer[]>();
       for (const v of views) bySlab.set(v.buffer, [...(bySlab.get(v.buffer) ?? []), v]);
@@ -243,7 +255,8 @@ describeIfNative('the data-block arena', () => {
       for (const [slab, vs] of bySlab) {
         expect(slab.byteLength).toBe(ARENA_SLAB_BYTES);
         const sorted = [...vs].sort((a, b) => a.byteOffset - b.byteOffset);
-        for (let i = 1; i < sorted.length; i++) expect(sorted[i].byteOffset).toBeGreaterThanOrEqual(sorted[i - 1].byteOffset + sorted[i - 1].length);
+        for (let i = 1; i < sorted.length; i++)
+          expect(sorted[i].byteOffset).toBeGreaterThanOrEqual(sorted[i - 1].byteOffset + sorted[i - 1].length);
       }
       // A tiny arena: every block is over a quarter of a slab, so each gets its own memory.
       const tiny = new BlockArena(1024);
@@ -260,12 +273,32 @@ describeIfNative('the data-block arena', () => {
     // (and the cache's own copies of blocks it hit) may survive.
     const file = writeCompressibleTable('memory.sst', 6000, 100, 1024);
     const cacheBytes = 64 * 1024;
-    const child = spawnSync(process.execPath, ['--expose-gc', '--require', path.join(ROOT, 'test/support/swc-register.js'), path.join(ROOT, 'test/support/arenaMemoryChild.ts'), file, String(cacheBytes), '20000'], {
-      encoding: 'utf8',
-    });
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--require',
+        path.join(ROOT, 'test/support/swc-register.js'),
+        path.join(ROOT, 'test/support/arenaMemoryChild.ts'),
+        file,
+        String(cacheBytes),
+        '20000',
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(child.stderr).toBe('');
-    const got = JSON.parse(child.stdout) as { blocks: number; buffersSeen: number; aliveBuffers: number; aliveBytes: number; cacheUsageBytes: number };
-    console.log(`arena memory: ${got.buffersSeen} buffers used for ${got.blocks} blocks; alive after GC: ${got.aliveBuffers} (${got.aliveBytes} bytes) for a ${cacheBytes}-byte cache using ${got.cacheUsageBytes}`);
+    const got = JSON.parse(child.stdout) as {
+      blocks: number;
+      buffersSeen: number;
+      aliveBuffers: number;
+      aliveBytes: number;
+      cacheUsageBytes: number;
+    };
+    console.log(
+      `arena memory: ${got.buffersSeen} buffers used for ${got.blocks} blocks; alive after GC: ${got.aliveBuffers} (${got.aliveBytes} bytes) for a ${cacheBytes}-byte cache using ${got.cacheUsageBytes}`,
+    );
     expect(got.blocks).toBeGreaterThan(500);
     expect(got.buffersSeen).toBeGreaterThan(100);
     expect(got.aliveBytes).toBeLessThanOrEqual(2 * cacheBytes + 2 * ARENA_SLAB_BYTES);

@@ -99,7 +99,10 @@ describe('separator shortening (RocksDB kShortenSeparators)', () => {
   });
 
   test('bumps the first non-0xff byte after the difference', () => {
-    const sep = indexSeparator(makeInternalKey(b('key020' + 'L'.repeat(150)), 0, ValueType.Value), makeInternalKey(b('key021'), 0, ValueType.Value));
+    const sep = indexSeparator(
+      makeInternalKey(b('key020' + 'L'.repeat(150)), 0, ValueType.Value),
+      makeInternalKey(b('key021'), 0, ValueType.Value),
+    );
     expect(sep.toString('hex')).toBe(Buffer.concat([b('key020M'), hex('16ffffffffffffff')]).toString('hex'));
   });
 
@@ -108,7 +111,10 @@ describe('separator shortening (RocksDB kShortenSeparators)', () => {
   });
 
   test('bumps the differing byte when there is room between the bytes', () => {
-    const sep = indexSeparator(makeInternalKey(b('key026' + 'N'.repeat(250)), 0, ValueType.Value), makeInternalKey(b('z\xff\xfe'), 0, ValueType.Value));
+    const sep = indexSeparator(
+      makeInternalKey(b('key026' + 'N'.repeat(250)), 0, ValueType.Value),
+      makeInternalKey(b('z\xff\xfe'), 0, ValueType.Value),
+    );
     expect(userKeyOf(sep).toString('latin1')).toBe('l');
     expect(sequenceOf(sep)).toBe(MAX_SEQUENCE_NUMBER);
     expect(typeOf(sep)).toBe(ValueType.Seek);
@@ -195,9 +201,15 @@ describe('TableBuilder', () => {
     // Entries are 24 bytes (first in block) then 22 bytes (sharing "k0"); block size 64.
     // After 2 entries the block is 54 bytes and the 3rd would overshoot 64: with deviation 10
     // (limit 58) the block is kept open, with deviation 20 (limit 52) it is cut.
-    const d10 = build({ compression: CompressionType.None, bloomBitsPerKey: 0, blockSizeBytes: 64, blockSizeDeviationPercent: 10 }, entries10);
+    const d10 = build(
+      { compression: CompressionType.None, bloomBitsPerKey: 0, blockSizeBytes: 64, blockSizeDeviationPercent: 10 },
+      entries10,
+    );
     expect(d10.dataBlocks.map((blk) => blk.entries.length)).toEqual([3, 3, 3, 1]);
-    const d20 = build({ compression: CompressionType.None, bloomBitsPerKey: 0, blockSizeBytes: 64, blockSizeDeviationPercent: 20 }, entries10);
+    const d20 = build(
+      { compression: CompressionType.None, bloomBitsPerKey: 0, blockSizeBytes: 64, blockSizeDeviationPercent: 20 },
+      entries10,
+    );
     expect(d20.dataBlocks.map((blk) => blk.entries.length)).toEqual([2, 2, 2, 2, 2]);
     expect(d20.properties.numDataBlocks).toBe(5);
   });
@@ -208,7 +220,9 @@ describe('TableBuilder', () => {
         const t = build({ formatVersion: fv, checksumType, compression: CompressionType.LZ4, blockSizeBytes: 64 }, entries10);
         expect(t.footer.formatVersion).toBe(fv);
         expect(t.footer.checksumType).toBe(checksumType);
-        expect(t.dataBlocks.flatMap((blk) => blk.entries.map((e) => e.key.toString('hex')))).toEqual(entries10.map(([k]) => k.toString('hex')));
+        expect(t.dataBlocks.flatMap((blk) => blk.entries.map((e) => e.key.toString('hex')))).toEqual(
+          entries10.map(([k]) => k.toString('hex')),
+        );
         expect(t.properties.indexKeyIsUserKey).toBe(fv >= 3);
         expect(t.properties.indexValueIsDeltaEncoded).toBe(fv >= 4);
       }
@@ -216,11 +230,17 @@ describe('TableBuilder', () => {
   });
 
   test('LZ4 compresses data blocks that shrink by more than 1/8 and leaves others raw', () => {
-    const compressible = Array.from({ length: 200 }, (_, i) => [makeInternalKey(b(`key${String(i).padStart(5, '0')}`), 0, ValueType.Value), b('x'.repeat(100))] as const);
+    const compressible = Array.from(
+      { length: 200 },
+      (_, i) => [makeInternalKey(b(`key${String(i).padStart(5, '0')}`), 0, ValueType.Value), b('x'.repeat(100))] as const,
+    );
     const t = build({ compression: CompressionType.LZ4, bloomBitsPerKey: 0 }, compressible);
     expect(t.dataBlocks.every((blk) => blk.compressionType === CompressionType.LZ4)).toBe(true);
     expect(t.properties.compressionName).toBe('LZ4');
-    const random = Array.from({ length: 50 }, (_, i) => [makeInternalKey(b(`key${String(i).padStart(5, '0')}`), 0, ValueType.Value), pseudoRandomBytes(i, 200)] as const);
+    const random = Array.from(
+      { length: 50 },
+      (_, i) => [makeInternalKey(b(`key${String(i).padStart(5, '0')}`), 0, ValueType.Value), pseudoRandomBytes(i, 200)] as const,
+    );
     const r = build({ compression: CompressionType.LZ4, bloomBitsPerKey: 0 }, random);
     expect(r.dataBlocks.every((blk) => blk.compressionType === CompressionType.None)).toBe(true);
   });
@@ -233,7 +253,9 @@ describe('TableBuilder', () => {
     expect(() => t.add(makeInternalKey(b('a'), 6, ValueType.Value), b('x'))).toThrow(expect.objectContaining({ code: 'KEY_ORDER' }));
     expect(() => new TableBuilder(new MemorySink(), { formatVersion: 1 })).toThrow(IngestError);
     expect(() => new TableBuilder(new MemorySink(), { formatVersion: 6 })).toThrow(/format_version 6/);
-    expect(() => new TableBuilder(new MemorySink(), { compression: CompressionType.Snappy })).toThrow(expect.objectContaining({ code: 'NOT_SUPPORTED' }));
+    expect(() => new TableBuilder(new MemorySink(), { compression: CompressionType.Snappy })).toThrow(
+      expect.objectContaining({ code: 'NOT_SUPPORTED' }),
+    );
   });
 
   test('multi-version keys from a flush: internal-key bounds, sequence range, index falls back to internal keys', () => {
@@ -263,7 +285,16 @@ describe('TableBuilder', () => {
 
 describe('properties', () => {
   test('encode/decode round trip and RocksDB write rules', () => {
-    const p: TableProperties = { ...emptyTableProperties(), dataSize: 300, indexSize: 1 << 20, numEntries: 5, comparatorName: 'c', externalSstFileVersion: 2, globalSeqno: 77, prefixFiltering: false };
+    const p: TableProperties = {
+      ...emptyTableProperties(),
+      dataSize: 300,
+      indexSize: 1 << 20,
+      numEntries: 5,
+      comparatorName: 'c',
+      externalSstFileVersion: 2,
+      globalSeqno: 77,
+      prefixFiltering: false,
+    };
     p.raw.set('my.collector', b('\x01\x02'));
     const map = encodePropertyMap(p);
     expect(map.get(Prop.GlobalSeqno)?.toString('hex')).toBe('4d00000000000000');
@@ -301,14 +332,21 @@ describe('background compression (worker thread)', () => {
   /** Distinct, ascending internal keys with values of mixed compressibility and length. */
   function mixedEntries(n: number, valueBytes: (i: number) => number): Array<[Buffer, Buffer]> {
     return Array.from({ length: n }, (_, i) => {
-      const key = makeInternalKey(b(`key${String(i * 3).padStart(9, '0')}${i % 4 === 0 ? '-long-suffix' : ''}`), 0, i % 7 === 3 ? ValueType.Deletion : ValueType.Value);
+      const key = makeInternalKey(
+        b(`key${String(i * 3).padStart(9, '0')}${i % 4 === 0 ? '-long-suffix' : ''}`),
+        0,
+        i % 7 === 3 ? ValueType.Deletion : ValueType.Value,
+      );
       const len = valueBytes(i);
       const value = i % 3 === 0 ? pseudoRandomBytes(i, len) : Buffer.alloc(len, i % 251);
       return [key, value];
     });
   }
 
-  function tableBytes(opts: ConstructorParameters<typeof TableBuilder>[1], entries: ReadonlyArray<readonly [Buffer, Buffer]>): { bytes: Buffer; estimates: number[] } {
+  function tableBytes(
+    opts: ConstructorParameters<typeof TableBuilder>[1],
+    entries: ReadonlyArray<readonly [Buffer, Buffer]>,
+  ): { bytes: Buffer; estimates: number[] } {
     const sink = new MemorySink();
     const t = new TableBuilder(sink, { dbSessionId: 'ABCDEFGHIJ0123456789', ...opts });
     const estimates: number[] = [];
@@ -325,9 +363,18 @@ describe('background compression (worker thread)', () => {
 
   test.each([
     ['LZ4, format_version 5, FastLocalBloom, XXH3', { compression: CompressionType.LZ4, formatVersion: 5, bloomBitsPerKey: 10 }],
-    ['LZ4, format_version 4, legacy Bloom, CRC32c', { compression: CompressionType.LZ4, formatVersion: 4, bloomBitsPerKey: 7, checksumType: ChecksumType.CRC32c }],
-    ['LZ4, format_version 2, no filter, xxHash64', { compression: CompressionType.LZ4, formatVersion: 2, bloomBitsPerKey: 0, checksumType: ChecksumType.xxHash64 }],
-    ['no compression, small blocks, restart interval 3', { compression: CompressionType.None, formatVersion: 5, blockSizeBytes: 300, blockRestartInterval: 3 }],
+    [
+      'LZ4, format_version 4, legacy Bloom, CRC32c',
+      { compression: CompressionType.LZ4, formatVersion: 4, bloomBitsPerKey: 7, checksumType: ChecksumType.CRC32c },
+    ],
+    [
+      'LZ4, format_version 2, no filter, xxHash64',
+      { compression: CompressionType.LZ4, formatVersion: 2, bloomBitsPerKey: 0, checksumType: ChecksumType.xxHash64 },
+    ],
+    [
+      'no compression, small blocks, restart interval 3',
+      { compression: CompressionType.None, formatVersion: 5, blockSizeBytes: 300, blockRestartInterval: 3 },
+    ],
   ])('writes exactly the bytes of the inline path: %s', (_name, opts) => {
     // ~2.5 MB of entries: a few 1 MiB batches, filled, sent and returned in turn (the pipeline
     // test below covers backpressure with tiny batches).
@@ -407,7 +454,9 @@ describe('background compression (worker thread)', () => {
       throw new Error('nothing may be delivered');
     });
     pipeline.submit(Buffer.from('any block'), 0);
-    expect(() => pipeline.flush()).toThrow(expect.objectContaining({ code: 'IO', message: expect.stringMatching(/block compression failed/) }));
+    expect(() => pipeline.flush()).toThrow(
+      expect.objectContaining({ code: 'IO', message: expect.stringMatching(/block compression failed/) }),
+    );
     expect(() => pipeline.flush()).toThrow(/after a failure/);
     pipeline.close();
   });
@@ -419,10 +468,16 @@ describe('background compression (worker thread)', () => {
     w.abort();
     expect(fs.readdirSync(dir)).toEqual([]);
 
-    const kvs = Array.from({ length: 15_000 }, (_, i) => [b(`key${String(i).padStart(8, '0')}`), pseudoRandomBytes(i, 20 + (i % 50))] as const);
+    const kvs = Array.from(
+      { length: 15_000 },
+      (_, i) => [b(`key${String(i).padStart(8, '0')}`), pseudoRandomBytes(i, 20 + (i % 50))] as const,
+    );
     const inlineFile = path.join(dir, 'inline.sst');
     const pipedFile = path.join(dir, 'piped.sst');
-    for (const [file, backgroundCompression] of [[inlineFile, false], [pipedFile, true]] as const) {
+    for (const [file, backgroundCompression] of [
+      [inlineFile, false],
+      [pipedFile, true],
+    ] as const) {
       const writer = new SstFileWriter(file, { backgroundCompression, dbSessionId: 'ABCDEFGHIJ0123456789' });
       for (const [k, v] of kvs) writer.put(k, v);
       writer.finish();
@@ -552,7 +607,9 @@ describe('SstFileWriter', () => {
     const file = path.join(tmpDir, 'order.sst');
     const w = new SstFileWriter(file);
     w.put(b('b'), b('1'));
-    expect(() => w.put(b('a'), b('2'))).toThrow(expect.objectContaining({ code: 'KEY_ORDER', message: expect.stringMatching(/"a" after "b"/) }));
+    expect(() => w.put(b('a'), b('2'))).toThrow(
+      expect.objectContaining({ code: 'KEY_ORDER', message: expect.stringMatching(/"a" after "b"/) }),
+    );
     expect(() => w.delete(b('b'))).toThrow(expect.objectContaining({ code: 'KEY_ORDER' }));
     expect(() => w.merge(hex('00ff'), b(''))).toThrow(/0x00ff after "b"/);
     w.put(b('c'), b('3'));
@@ -577,13 +634,17 @@ describe('SstFileWriter', () => {
     expect(() => w.put(b('zzz'), b(''))).toThrow(/aborted|finished/);
 
     const empty = new SstFileWriter(path.join(dir, 'empty.sst'));
-    expect(() => empty.finish()).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/no entries/) }));
+    expect(() => empty.finish()).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/no entries/) }),
+    );
     expect(filesIn(dir)).toEqual([]);
   });
 
   test('invalid options fail before any file is created', () => {
     const dir = fs.mkdtempSync(path.join(tmpDir, 'opts-'));
-    expect(() => new SstFileWriter(path.join(dir, 'x.sst'), { blockSizeBytes: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => new SstFileWriter(path.join(dir, 'x.sst'), { blockSizeBytes: 0 })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
     expect(filesIn(dir)).toEqual([]);
   });
 
@@ -605,7 +666,13 @@ describeIfRocksdb('SstFileWriter against RocksDB', () => {
   const entries = (n: number): Array<[Buffer, Buffer]> =>
     Array.from({ length: n }, (_, i) => [b(`user:${String(i * 7).padStart(8, '0')}`), b(`value ${i} `.repeat(1 + (i % 5)))]);
 
-  function writeOurs(file: string, kvs: Array<[Buffer, Buffer]>, like: TableProperties | null, bloomBitsPerKey: number, compression: CompressionType): void {
+  function writeOurs(
+    file: string,
+    kvs: Array<[Buffer, Buffer]>,
+    like: TableProperties | null,
+    bloomBitsPerKey: number,
+    compression: CompressionType,
+  ): void {
     const w = new SstFileWriter(file, {
       compression,
       bloomBitsPerKey,
@@ -721,10 +788,14 @@ function parseTable(file: Buffer): ParsedTable {
     const offset = readVarint64(v, 0);
     return { offset, size: readVarint64(v, decoded.offset) };
   };
-  const meta = new Map(parseBlock(readBlock(footer.metaindexHandle).contents, false).entries.map((e) => [e.key.toString('latin1'), handleOf(e.value)]));
+  const meta = new Map(
+    parseBlock(readBlock(footer.metaindexHandle).contents, false).entries.map((e) => [e.key.toString('latin1'), handleOf(e.value)]),
+  );
   const propsHandle = meta.get('rocksdb.properties');
   expect(propsHandle).toBeDefined();
-  const properties = decodePropertyMap(new Map(parseBlock(readBlock(propsHandle!).contents, false).entries.map((e) => [e.key.toString('latin1'), e.value])));
+  const properties = decodePropertyMap(
+    new Map(parseBlock(readBlock(propsHandle!).contents, false).entries.map((e) => [e.key.toString('latin1'), e.value])),
+  );
   const index = readBlock(footer.indexHandle).contents;
   const indexEntries = parseBlock(index, properties.indexValueIsDeltaEncoded).entries;
   const dataBlocks: ParsedTable['dataBlocks'] = [];

@@ -46,7 +46,9 @@ async function main(): Promise<void> {
     aliveBuffers++;
     aliveBytes += b.byteLength;
   }
-  console.log(JSON.stringify({ blocks: handles.length, buffersSeen: refs.length, aliveBuffers, aliveBytes, cacheUsageBytes: cache.usageBytes }));
+  console.log(
+    JSON.stringify({ blocks: handles.length, buffersSeen: refs.length, aliveBuffers, aliveBytes, cacheUsageBytes: cache.usageBytes }),
+  );
   reader.close();
 }
 

@@ -45,7 +45,8 @@ async function verify(dir: string, firstId: number, acked: number[], round: numb
     for (let id = Math.max(1, next - 40); id < next; id++) {
       for (let j = 0; j < batchKeys(id); j++) {
         const v = engine.get(Buffer.from(`b${id}-${j}`));
-        if (v === null || !v.equals(batchValue(id, j))) throw new Error(`round ${round}: batch ${id} key ${j} is ${v === null ? 'missing' : 'wrong'}`);
+        if (v === null || !v.equals(batchValue(id, j)))
+          throw new Error(`round ${round}: batch ${id} key ${j} is ${v === null ? 'missing' : 'wrong'}`);
       }
     }
     for (let j = 0; j < batchKeys(next); j++) {
@@ -53,11 +54,13 @@ async function verify(dir: string, firstId: number, acked: number[], round: numb
     }
     if (has(next + 1)) throw new Error(`round ${round}: batch ${next + 1} present after missing batch ${next}`);
     for (let i = 1; i < acked.length; i++) {
-      if (acked[i] !== acked[i - 1] + 1) throw new Error(`round ${round}: acknowledgements out of order (${acked[i - 1]} then ${acked[i]})`);
+      if (acked[i] !== acked[i - 1] + 1)
+        throw new Error(`round ${round}: acknowledgements out of order (${acked[i - 1]} then ${acked[i]})`);
     }
     for (const id of acked) if (id >= next) throw new Error(`round ${round}: acknowledged batch ${id} lost (present up to ${next - 1})`);
     const last = engine.get(Buffer.from('last'));
-    if (next > 1 && (last === null || Number(last.toString()) !== next - 1)) throw new Error(`round ${round}: "last" is ${last?.toString()}, expected ${next - 1}`);
+    if (next > 1 && (last === null || Number(last.toString()) !== next - 1))
+      throw new Error(`round ${round}: "last" is ${last?.toString()}, expected ${next - 1}`);
     return next;
   } finally {
     await engine.close();

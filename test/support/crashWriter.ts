@@ -20,7 +20,12 @@ export function batchValue(id: number, j: number): Buffer {
 async function main(): Promise<void> {
   const dir = process.argv[2];
   let id = Number(process.argv[3]);
-  const engine = await Engine.open(dir, { writeBufferSizeBytes: 16 * 1024, maxImmutableMemtables: 1, flushSliceEntries: 16, table: { blockSizeBytes: 1024 } });
+  const engine = await Engine.open(dir, {
+    writeBufferSizeBytes: 16 * 1024,
+    maxImmutableMemtables: 1,
+    flushSliceEntries: 16,
+    table: { blockSizeBytes: 1024 },
+  });
   process.stdout.write('open\n');
   for (;;) {
     const b = new WriteBatch();

@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   let step = Number(process.argv[4]);
   const engine = await Engine.open(dir, { writeBufferSizeBytes: 16 * 1024, maxImmutableMemtables: 1, table: { blockSizeBytes: 512 } });
   process.stdout.write('open\n');
-  for (;; step++) {
+  for (; ; step++) {
     const p = stepPlan(step);
     if (p.kind === 'put') {
       await engine.put(Buffer.from(p.key), Buffer.from(p.value), { sync: true });
@@ -92,7 +92,8 @@ async function main(): Promise<void> {
         w.finish();
         return file;
       });
-      const replaceRange = p.replaceRange === null ? undefined : { start: Buffer.from(p.replaceRange[0]), end: Buffer.from(p.replaceRange[1]) };
+      const replaceRange =
+        p.replaceRange === null ? undefined : { start: Buffer.from(p.replaceRange[0]), end: Buffer.from(p.replaceRange[1]) };
       await engine.ingestExternalFiles(paths, { replaceRange });
       for (const file of paths) fs.rmSync(file);
     }

@@ -13,11 +13,21 @@ import { spawn } from 'child_process';
  * Runs `root`/`script` with `args`, and SIGKILLs it `killAfterMs` after it printed `open`
  * (`afterOpen`) or after it was spawned (to kill it during startup).
  */
-export function runTsChildAndKill(root: string, script: string, args: readonly string[], killAfterMs: number, afterOpen: boolean): Promise<number[]> {
+export function runTsChildAndKill(
+  root: string,
+  script: string,
+  args: readonly string[],
+  killAfterMs: number,
+  afterOpen: boolean,
+): Promise<number[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--require', path.join(root, 'test/support/swc-register.js'), path.join(root, script), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--require', path.join(root, 'test/support/swc-register.js'), path.join(root, script), ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const acked: number[] = [];
     let pending = '';
     let stderr = '';

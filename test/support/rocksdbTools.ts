@@ -79,7 +79,9 @@ export function describeIfRocksdb(name: string, body: () => void): void {
   if (process.env.SST_INGEST_REQUIRE_ROCKSDB_TOOLS === '1') {
     describe(name, () => {
       test('needs sst_dump and ldb on PATH (SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1)', () => {
-        throw new Error(`${name}: sst_dump and ldb are not on PATH, and SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1 requires them (apt-get install rocksdb-tools)`);
+        throw new Error(
+          `${name}: sst_dump and ldb are not on PATH, and SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1 requires them (apt-get install rocksdb-tools)`,
+        );
       });
     });
     return;
@@ -215,7 +217,10 @@ export function sstDumpRangeTombstones(file: string): DumpedTombstone[] {
   const out: DumpedTombstone[] = [];
   const section = text.indexOf('\nRange deletions:\n');
   if (section < 0) return out;
-  for (const line of text.slice(section + 1).split('\n').slice(2)) {
+  for (const line of text
+    .slice(section + 1)
+    .split('\n')
+    .slice(2)) {
     if (line !== '' && !line.startsWith('  ')) break; // the next section ("Data Block # 1 @ ...")
     const m = /^ {2}HEX {4}([0-9A-F]*): ([0-9A-F]*)$/.exec(line);
     if (m !== null) out.push({ start: fromHex(m[1]), end: fromHex(m[2]) });

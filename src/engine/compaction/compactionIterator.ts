@@ -85,7 +85,8 @@ export class CompactionIterator {
   private insideFragment = false;
 
   constructor(input: InternalIterator, opts: CompactionIteratorOptions) {
-    for (let i = 1; i < opts.snapshots.length; i++) assert(opts.snapshots[i - 1] < opts.snapshots[i], 'snapshots must be ascending and distinct');
+    for (let i = 1; i < opts.snapshots.length; i++)
+      assert(opts.snapshots[i - 1] < opts.snapshots[i], 'snapshots must be ascending and distinct');
     this.input = input;
     this.snapshots = opts.snapshots;
     this.tombstones = opts.tombstones;
@@ -197,7 +198,8 @@ export class CompactionIterator {
   }
 
   private rememberUserKey(ikey: Buffer, userKeyLength: number): void {
-    if (this.prevUserKey.length < userKeyLength) this.prevUserKey = Buffer.allocUnsafe(Math.max(userKeyLength, 2 * this.prevUserKey.length));
+    if (this.prevUserKey.length < userKeyLength)
+      this.prevUserKey = Buffer.allocUnsafe(Math.max(userKeyLength, 2 * this.prevUserKey.length));
     ikey.copy(this.prevUserKey, 0, 0, userKeyLength);
     this.prevUserKeyLength = userKeyLength;
     this.hasPrev = true;

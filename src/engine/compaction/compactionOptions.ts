@@ -79,7 +79,10 @@ export function resolveCompactionOptions(o: CompactionOptions): ResolvedCompacti
   check('level0FileNumCompactionTrigger', int(r.level0FileNumCompactionTrigger, 1));
   if (o.level0SlowdownWritesTrigger === undefined) {
     // The default moves into [compaction trigger, stop trigger] when those are set around it.
-    r.level0SlowdownWritesTrigger = Math.min(Math.max(DEFAULTS.level0SlowdownWritesTrigger, r.level0FileNumCompactionTrigger), r.level0StopWritesTrigger);
+    r.level0SlowdownWritesTrigger = Math.min(
+      Math.max(DEFAULTS.level0SlowdownWritesTrigger, r.level0FileNumCompactionTrigger),
+      r.level0StopWritesTrigger,
+    );
   }
   check('level0StopWritesTrigger', int(r.level0StopWritesTrigger, r.level0FileNumCompactionTrigger));
   check('level0SlowdownWritesTrigger', int(r.level0SlowdownWritesTrigger, r.level0FileNumCompactionTrigger, r.level0StopWritesTrigger));

@@ -80,7 +80,8 @@ export class CompactionOutputs {
     if (this.writer !== null) {
       if (this.cutAfterUserKey !== null) {
         const cut = this.cutAfterUserKey;
-        if (compareByteRanges(ikey, 0, userKeyLength, cut, 0, cut.length) !== 0) this.finishFile(Buffer.from(ikey.subarray(0, userKeyLength)));
+        if (compareByteRanges(ikey, 0, userKeyLength, cut, 0, cut.length) !== 0)
+          this.finishFile(Buffer.from(ikey.subarray(0, userKeyLength)));
       } else if (this.writer.fileSizeEstimate() >= this.opts.targetFileSizeBytes) {
         // Full: cut before the next user key (this key's older versions still come here).
         this.cutAfterUserKey = Buffer.from(ikey.subarray(0, userKeyLength));
@@ -131,7 +132,8 @@ export class CompactionOutputs {
     const writer = this.writer as TableFileWriter;
     const pieces = clipFragments(this.opts.tombstones, this.lowerSplit, upperSplit);
     for (let i = 0; i < pieces.count; i++) {
-      for (let j = pieces.seqOffsets[i]; j < pieces.seqOffsets[i + 1]; j++) writer.addRangeTombstone(pieces.starts[i], pieces.ends[i], pieces.seqs[j]);
+      for (let j = pieces.seqOffsets[i]; j < pieces.seqOffsets[i + 1]; j++)
+        writer.addRangeTombstone(pieces.starts[i], pieces.ends[i], pieces.seqs[j]);
     }
     const lastPointKey = this.firstPointKey === null ? null : Buffer.from(this.lastKey.subarray(0, this.lastKeyLength));
     const result = writer.finish();
@@ -150,7 +152,8 @@ export class CompactionOutputs {
       largestSeq: result.largestSeq,
     };
     const prev = this.files[this.files.length - 1];
-    if (prev !== undefined) assert(!filesClaimSameKey(prev.largest, meta.smallest), `outputs ${prev.fileNumber} and ${meta.fileNumber} claim the same key`);
+    if (prev !== undefined)
+      assert(!filesClaimSameKey(prev.largest, meta.smallest), `outputs ${prev.fileNumber} and ${meta.fileNumber} claim the same key`);
     this.files.push(meta);
     this.bytesWritten += result.fileSizeBytes;
     this.lowerSplit = upperSplit;

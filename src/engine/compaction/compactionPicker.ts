@@ -110,7 +110,7 @@ export function overlappingFiles(files: readonly FileMetaData[], lo: Buffer | nu
 export function expandLevel0(l0: readonly FileMetaData[], seed: readonly FileMetaData[]): FileMetaData[] {
   const taken = new Set(seed);
   let range = userRange(seed);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const f of l0) {
       if (!taken.has(f) && overlapsUserRange(f, range.smallest, range.largest)) {
@@ -218,7 +218,10 @@ export class CompactionPicker {
    * `outputLevel` (level + 1, or level itself to rewrite it in place), or null if none overlap.
    */
   pickManual(version: Version, level: number, outputLevel: number, from: Buffer | null, to: Buffer | null): Compaction | null {
-    assert(outputLevel === level || outputLevel === level + 1, `a compaction writes to its own or the next level, not L${level} -> L${outputLevel}`);
+    assert(
+      outputLevel === level || outputLevel === level + 1,
+      `a compaction writes to its own or the next level, not L${level} -> L${outputLevel}`,
+    );
     assert(outputLevel >= 1 && outputLevel < this.opts.numLevels, `no compaction into L${outputLevel}`);
     let inputs = overlappingFiles(version.files[level], from, to);
     if (inputs.length === 0) return null;

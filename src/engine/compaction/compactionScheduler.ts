@@ -44,7 +44,15 @@ import { removeIfExists } from '../durableFs';
 import { tableFileName } from '../fileNames';
 import { filesClaimSameKey } from '../rangedel/tombstoneBoundaries';
 import { ABORTED, compactionSlices, runSlices } from './compactionJob';
-import { Compaction, CompactionPicker, CompactionReason, isBottommost, levelBytes, levelScores, overlappingFiles } from './compactionPicker';
+import {
+  Compaction,
+  CompactionPicker,
+  CompactionReason,
+  isBottommost,
+  levelBytes,
+  levelScores,
+  overlappingFiles,
+} from './compactionPicker';
 import { ResolvedCompactionOptions } from './compactionOptions';
 
 /** What the scheduler needs from the engine (implemented by Engine; see engine.ts). */
@@ -216,7 +224,12 @@ export class CompactionScheduler {
 
   stats(): CompactionStats {
     const c = this.counters;
-    return { ...c, bytesWrittenPerLevel: [...c.bytesWrittenPerLevel], bytesReadPerLevel: [...c.bytesReadPerLevel], running: this.runningJob !== null };
+    return {
+      ...c,
+      bytesWrittenPerLevel: [...c.bytesWrittenPerLevel],
+      bytesReadPerLevel: [...c.bytesReadPerLevel],
+      running: this.runningJob !== null,
+    };
   }
 
   /** Level scores of the current version (>= 1: due for compaction). */
@@ -260,7 +273,10 @@ export class CompactionScheduler {
       if (installed) return;
       this.host.checkWritable();
       if (attempt === MAX_ATTEMPTS) {
-        throw new IngestError('IO', `manual compaction of L${level} -> L${outputLevel} kept conflicting with other changes to the database`);
+        throw new IngestError(
+          'IO',
+          `manual compaction of L${level} -> L${outputLevel} kept conflicting with other changes to the database`,
+        );
       }
     }
   }

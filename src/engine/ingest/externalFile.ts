@@ -52,7 +52,11 @@ export interface InspectOptions {
 
 /** The user-key range of internal-key bounds: exclusive at the end when largest is a sentinel. */
 export function rangeOfBounds(bounds: FileBounds): UserKeyRange {
-  return { smallest: userKeyOf(bounds.smallest), largest: userKeyOf(bounds.largest), largestExclusive: isExclusiveSentinel(bounds.largest) };
+  return {
+    smallest: userKeyOf(bounds.smallest),
+    largest: userKeyOf(bounds.largest),
+    largestExclusive: isExclusiveSentinel(bounds.largest),
+  };
 }
 
 /**
@@ -91,7 +95,10 @@ export function inspectExternalFile(path: string, opts: InspectOptions = {}): Ex
       );
     }
     if (props.externalSstFileVersion !== INGESTIBLE_EXTERNAL_FILE_VERSION) {
-      throw new IngestError('NOT_SUPPORTED', `cannot ingest ${path}: external SST file version ${props.externalSstFileVersion} (only version 2 takes a global sequence number)`);
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `cannot ingest ${path}: external SST file version ${props.externalSstFileVersion} (only version 2 takes a global sequence number)`,
+      );
     }
     if (!props.raw.has(Prop.GlobalSeqno)) {
       throw new CorruptionError(path, 0, `external SST file version 2 without the ${Prop.GlobalSeqno} property`);
@@ -103,7 +110,10 @@ export function inspectExternalFile(path: string, opts: InspectOptions = {}): Ex
       );
     }
     if (props.numMergeOperands > 0) {
-      throw new IngestError('NOT_SUPPORTED', `cannot ingest ${path}: it holds ${props.numMergeOperands} merge operands and the engine has no merge operator`);
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `cannot ingest ${path}: it holds ${props.numMergeOperands} merge operands and the engine has no merge operator`,
+      );
     }
     if (verifyChecksums) reader.verify();
 

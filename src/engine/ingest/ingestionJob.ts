@@ -183,7 +183,12 @@ function unflushedDataIn(host: IngestionHost, range: UserKeyRange): boolean {
  * Step 4's decisions (synchronous): level and sequence number per candidate, in order. With
  * `planning`, memtable data counts as flushed to L0.
  */
-function decide(host: IngestionHost, candidates: readonly Candidate[], opts: IngestOptions, planning: boolean): { decisions: Decision[]; lastSequence: number } {
+function decide(
+  host: IngestionHost,
+  candidates: readonly Candidate[],
+  opts: IngestOptions,
+  planning: boolean,
+): { decisions: Decision[]; lastSequence: number } {
   const version = host.currentVersion();
   let lastSequence = host.lastSequence();
   const snapshotsLive = host.hasLiveSnapshots();
@@ -212,7 +217,14 @@ function decide(host: IngestionHost, candidates: readonly Candidate[], opts: Ing
     }
     const globalSeqno = placement.overlapsData || snapshotsLive ? ++lastSequence : 0;
     pending.push({ level: placement.level, range: candidate.range });
-    decisions.push({ candidate, used: true, level: placement.level, globalSeqno, stoppedAtLevel: placement.stoppedAtLevel, stopReason: placement.stopReason });
+    decisions.push({
+      candidate,
+      used: true,
+      level: placement.level,
+      globalSeqno,
+      stoppedAtLevel: placement.stoppedAtLevel,
+      stopReason: placement.stopReason,
+    });
   }
   return { decisions, lastSequence };
 }
@@ -279,7 +291,8 @@ async function stageExternalFile(dir: string, fileNumber: number, info: External
   }
   try {
     const size = (await handle.stat()).size;
-    if (size !== info.fileSizeBytes) throw invalid(`${info.path} changed while being ingested (${info.fileSizeBytes} bytes when checked, ${size} now)`);
+    if (size !== info.fileSizeBytes)
+      throw invalid(`${info.path} changed while being ingested (${info.fileSizeBytes} bytes when checked, ${size} now)`);
     await handle.sync();
   } catch (err) {
     if (err instanceof IngestError) throw err;
@@ -291,10 +304,18 @@ async function stageExternalFile(dir: string, fileNumber: number, info: External
 }
 
 /** Ingests the files atomically; see the module comment. */
-export async function ingestExternalFiles(host: IngestionHost, paths: readonly string[], opts: IngestOptions = {}): Promise<IngestionResult> {
+export async function ingestExternalFiles(
+  host: IngestionHost,
+  paths: readonly string[],
+  opts: IngestOptions = {},
+): Promise<IngestionResult> {
   host.checkWritable();
   const infos = await inspectAll(paths, opts);
-  const latch = await host.latches.acquire(spanOfIngestion(infos, opts.replaceRange), host.latchTimeoutMs, `ingestion of ${infos.length} file(s)`);
+  const latch = await host.latches.acquire(
+    spanOfIngestion(infos, opts.replaceRange),
+    host.latchTimeoutMs,
+    `ingestion of ${infos.length} file(s)`,
+  );
   try {
     return await ingestInspected(host, infos, opts);
   } finally {
@@ -323,7 +344,11 @@ export function spanOfIngestion(infos: readonly ExternalFileInfo[], replaceRange
  * Steps 2 to 4 for inspected files; the caller holds the span latch over spanOfIngestion(infos).
  * Memtable data in the range is flushed first (the latch keeps writers from refilling it).
  */
-export async function ingestInspected(host: IngestionHost, infos: readonly ExternalFileInfo[], opts: IngestOptions): Promise<IngestionResult> {
+export async function ingestInspected(
+  host: IngestionHost,
+  infos: readonly ExternalFileInfo[],
+  opts: IngestOptions,
+): Promise<IngestionResult> {
   host.checkWritable();
   const staged: StagedFile[] = [];
   let installAttempted = false;
@@ -353,7 +378,10 @@ export async function ingestInspected(host: IngestionHost, infos: readonly Exter
         throw invalid(`${what} ${describeRange(overlapping.candidate.range)} overlaps unflushed writes and allowBlockingFlush is false`);
       }
       if (memtableFlushes === MAX_FLUSH_ATTEMPTS) {
-        throw new IngestError('IO', `memtables still hold data in the ingested ranges after ${MAX_FLUSH_ATTEMPTS} flushes (the last with writes stopped)`);
+        throw new IngestError(
+          'IO',
+          `memtables still hold data in the ingested ranges after ${MAX_FLUSH_ATTEMPTS} flushes (the last with writes stopped)`,
+        );
       }
       if (memtableFlushes > 0 && resumeWrites === null) resumeWrites = host.stopWrites();
       await host.flushMemtables();

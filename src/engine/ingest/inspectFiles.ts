@@ -55,7 +55,14 @@ export async function inspectExternalFiles(paths: readonly string[], opts: Inspe
   if (!reply.ok) throw rebuildError(reply.error);
   return reply.files.map((f) => {
     const bounds = { smallest: asBuffer(f.smallest), largest: asBuffer(f.largest) };
-    return { path: f.path, fileSizeBytes: f.fileSizeBytes, bounds, range: rangeOfBounds(bounds), numPointEntries: f.numPointEntries, numRangeDeletions: f.numRangeDeletions };
+    return {
+      path: f.path,
+      fileSizeBytes: f.fileSizeBytes,
+      bounds,
+      range: rangeOfBounds(bounds),
+      numPointEntries: f.numPointEntries,
+      numRangeDeletions: f.numRangeDeletions,
+    };
   });
 }
 

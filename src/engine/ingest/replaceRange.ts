@@ -49,7 +49,11 @@ export function replaceRangeBounds(range: ReplaceRange): FileBounds {
 /** Writes table `fileNumber` in `dir` holding only [start, end) at sequence 0; returns its size. */
 export function writeReplaceRangeTable(dir: string, fileNumber: number, range: ReplaceRange): number {
   checkReplaceRange(range);
-  const writer = new TableFileWriter(tableFileName(dir, fileNumber), { externalFile: true, originalFileNumber: fileNumber, backgroundCompression: false });
+  const writer = new TableFileWriter(tableFileName(dir, fileNumber), {
+    externalFile: true,
+    originalFileNumber: fileNumber,
+    backgroundCompression: false,
+  });
   try {
     writer.addRangeTombstone(range.start, range.end, 0);
     return writer.finish().fileSizeBytes;

@@ -123,7 +123,11 @@ export class Memtable {
     if (this.rangeDeletionList === null) return out;
     for (let n = this.rangeDeletions.firstNode(); n !== 0; n = this.rangeDeletions.nextNode(n)) {
       const k = this.rangeDeletions.key(n);
-      out.push({ start: Buffer.from(k.subarray(0, k.length - TRAILER_BYTES)), end: Buffer.from(this.rangeDeletions.value(n)), seq: sequenceOf(k) });
+      out.push({
+        start: Buffer.from(k.subarray(0, k.length - TRAILER_BYTES)),
+        end: Buffer.from(this.rangeDeletions.value(n)),
+        seq: sequenceOf(k),
+      });
     }
     return out;
   }

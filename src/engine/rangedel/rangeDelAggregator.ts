@@ -241,14 +241,20 @@ export class RangeDelAggregator {
         const upper = c.upper();
         // Leaving the region above, the key is >= the region's end, so a cursor whose piece
         // ends there (the same buffer) is known to be passed without comparing again.
-        if (upper !== null && ((leave === Leave.Above && upper === this.regionUpper) || compareKeyToBound(key, keyStart, keyLength, upper) >= 0)) {
+        if (
+          upper !== null &&
+          ((leave === Leave.Above && upper === this.regionUpper) || compareKeyToBound(key, keyStart, keyLength, upper) >= 0)
+        ) {
           c.stepForward(key, keyStart, keyLength);
           continue;
         }
       }
       if (leave !== Leave.Above) {
         const lower = c.lower();
-        if (lower !== null && ((leave === Leave.Below && lower === this.regionLower) || compareKeyToBound(key, keyStart, keyLength, lower) < 0)) {
+        if (
+          lower !== null &&
+          ((leave === Leave.Below && lower === this.regionLower) || compareKeyToBound(key, keyStart, keyLength, lower) < 0)
+        ) {
           c.stepBackward(key, keyStart, keyLength);
         }
       }

@@ -18,13 +18,7 @@
 import * as fs from 'fs';
 import { ByteSink } from '../../util/coding';
 import { CorruptionError, IngestError } from '../../util/errors';
-import {
-  LOG_BLOCK_SIZE_BYTES,
-  LOG_HEADER_BYTES,
-  LogRecordType,
-  MAX_LOGICAL_RECORD_BYTES,
-  recordChecksum,
-} from './logFormat';
+import { LOG_BLOCK_SIZE_BYTES, LOG_HEADER_BYTES, LogRecordType, MAX_LOGICAL_RECORD_BYTES, recordChecksum } from './logFormat';
 
 export interface DroppedTail {
   /** File offset of the first damaged byte that was dropped. */

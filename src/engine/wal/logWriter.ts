@@ -21,13 +21,7 @@
  */
 import * as fs from 'fs';
 import { IngestError, assert } from '../../util/errors';
-import {
-  LOG_BLOCK_SIZE_BYTES,
-  LOG_HEADER_BYTES,
-  LogRecordType,
-  MAX_LOGICAL_RECORD_BYTES,
-  recordChecksum,
-} from './logFormat';
+import { LOG_BLOCK_SIZE_BYTES, LOG_HEADER_BYTES, LogRecordType, MAX_LOGICAL_RECORD_BYTES, recordChecksum } from './logFormat';
 
 export interface LogWriterOptions {
   /** fdatasync after every record. */

@@ -53,9 +53,11 @@ export function normalizeDialect(partial: Partial<CsvDialect>): CsvDialect {
     if (v.includes('\n') || v.includes('\r')) throw new IngestError('USAGE', `${name} must not contain a line end`);
   }
   if (d.quote !== '' && d.delimiter.includes(d.quote)) throw new IngestError('USAGE', '--quote and --delimiter must differ');
-  if (d.comment !== '' && (d.comment === d.delimiter || d.comment === d.quote)) throw new IngestError('USAGE', '--comment must differ from --delimiter and --quote');
+  if (d.comment !== '' && (d.comment === d.delimiter || d.comment === d.quote))
+    throw new IngestError('USAGE', '--comment must differ from --delimiter and --quote');
   if (d.quote === '') d.escape = '';
-  if (!Number.isInteger(d.skipLines) || d.skipLines < 0) throw new IngestError('USAGE', `--skip-lines must be a non-negative integer, got ${d.skipLines}`);
+  if (!Number.isInteger(d.skipLines) || d.skipLines < 0)
+    throw new IngestError('USAGE', `--skip-lines must be a non-negative integer, got ${d.skipLines}`);
   return d;
 }
 

@@ -230,7 +230,12 @@ class LineFeedIndex {
  * in records so far (approximate), and parsing goes on where csv-parse resumes (which may differ
  * from the tokenizer's "next line").
  */
-export async function readCsvWithCsvParse(source: ByteSource, dialect: CsvDialect, sink: RecordSink, opts: ReadOptions = {}): Promise<number> {
+export async function readCsvWithCsvParse(
+  source: ByteSource,
+  dialect: CsvDialect,
+  sink: RecordSink,
+  opts: ReadOptions = {},
+): Promise<number> {
   const readBufferBytes = opts.readBufferBytes ?? DEFAULT_READ_BUFFER_BYTES;
   const lineOffset = dialect.skipLines;
   let badError: unknown = null;

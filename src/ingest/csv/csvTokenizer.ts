@@ -25,7 +25,16 @@ import { DialectBytes } from './csvDialect';
 
 export interface RecordSink {
   /** One good record. `recordStart/recordEnd` delimit its raw bytes (without the line end). */
-  record(src: Buffer, fieldCount: number, starts: Int32Array, ends: Int32Array, unescape: Uint8Array, line: number, recordStart: number, recordEnd: number): void;
+  record(
+    src: Buffer,
+    fieldCount: number,
+    starts: Int32Array,
+    ends: Int32Array,
+    unescape: Uint8Array,
+    line: number,
+    recordStart: number,
+    recordEnd: number,
+  ): void;
   /** A malformed record starting at `line`; its raw bytes are src[recordStart..recordEnd). */
   badRecord(line: number, reason: string, src: Buffer, recordStart: number, recordEnd: number): void;
 }

@@ -141,10 +141,16 @@ export async function openByteSource(path: string): Promise<ByteSource> {
     const gunzip = zlib.createGunzip();
     raw.on('error', (e) => gunzip.destroy(e));
     raw.pipe(gunzip);
-    return new StreamSource(gunzip, path, size, () => raw.bytesRead, () => {
-      raw.destroy();
-      gunzip.destroy();
-    });
+    return new StreamSource(
+      gunzip,
+      path,
+      size,
+      () => raw.bytesRead,
+      () => {
+        raw.destroy();
+        gunzip.destroy();
+      },
+    );
   }
   let handle: fs.promises.FileHandle;
   try {

@@ -24,7 +24,16 @@ import { IngestError } from '../../util/errors';
 import { dialectBytes } from '../csv/csvDialect';
 import { CsvTokenizer, RecordSink } from '../csv/csvTokenizer';
 import { MAX_RECORD_BYTES } from '../csv/csvReader';
-import { ParseOutcome, ParseSettings, ParseTask, ParseTaskResult, ParseWorkerData, SourceInfo, WorkerReply, tooManyBadRowsError } from './parseTypes';
+import {
+  ParseOutcome,
+  ParseSettings,
+  ParseTask,
+  ParseTaskResult,
+  ParseWorkerData,
+  SourceInfo,
+  WorkerReply,
+  tooManyBadRowsError,
+} from './parseTypes';
 import { MemoryBudget } from '../memoryBudget';
 import { Progress } from '../progress';
 import { BadRow, BoundLayout, bindLayout } from '../rows/rowSink';
@@ -103,7 +112,12 @@ function probeFile(file: string, size: number, settings: ParseSettings): FilePro
         continue;
       }
       if (!plan.header) {
-        return { dataStart: pos, dataStartLine: dialect.skipLines + 1, header: null, firstFieldCount: records.length > 0 ? records[0].fields.length : -1 };
+        return {
+          dataStart: pos,
+          dataStartLine: dialect.skipLines + 1,
+          header: null,
+          firstFieldCount: records.length > 0 ? records[0].fields.length : -1,
+        };
       }
       if (records.length === 0) return { dataStart: size, dataStartLine: dialect.skipLines + 1, header: null, firstFieldCount: -1 };
       const h = records[0];
@@ -111,7 +125,12 @@ function probeFile(file: string, size: number, settings: ParseSettings): FilePro
       dataStart = dataStart < 0 || dataStart >= got ? got : dataStart + 1;
       let lineFeeds = 0;
       for (let p = buf.indexOf(LF, h.start); p >= 0 && p < dataStart; p = buf.indexOf(LF, p + 1)) lineFeeds++;
-      return { dataStart, dataStartLine: h.line + lineFeeds, header: h.fields, firstFieldCount: records.length > 1 ? records[1].fields.length : -1 };
+      return {
+        dataStart,
+        dataStartLine: h.line + lineFeeds,
+        header: h.fields,
+        firstFieldCount: records.length > 1 ? records[1].fields.length : -1,
+      };
     }
     return { dataStart: size, dataStartLine: 1, header: null, firstFieldCount: -1 };
   } finally {
@@ -165,7 +184,10 @@ class WorkerPool {
         if (waiter === undefined) return;
         if (reply.type === 'done') waiter.resolve(reply.result);
         else {
-          const err = reply.code !== null ? new IngestError(reply.code as IngestError['code'], reply.message) : new Error(`parse worker failed: ${reply.message}\n${reply.stack}`);
+          const err =
+            reply.code !== null
+              ? new IngestError(reply.code as IngestError['code'], reply.message)
+              : new Error(`parse worker failed: ${reply.message}\n${reply.stack}`);
           waiter.reject(err);
         }
       });
@@ -212,13 +234,26 @@ export async function parseInWorkers(
     if (h === null) continue;
     if (header === null) header = h;
     else if (h.join('\u0000') !== header.join('\u0000')) {
-      throw new IngestError('BAD_INPUT', `${inputs[i]}: header ${JSON.stringify(h)} differs from the first file's ${JSON.stringify(header)}`);
+      throw new IngestError(
+        'BAD_INPUT',
+        `${inputs[i]}: header ${JSON.stringify(h)} differs from the first file's ${JSON.stringify(header)}`,
+      );
     }
   }
   const firstWithData = probes.find((p) => p.firstFieldCount >= 0);
   const named = settings.plan.columns !== null || header !== null;
   if (!named && firstWithData === undefined) {
-    return { runs: [], sources: [], rowsRead: 0, badRowCount: 0, badRows: [], bound: null, inputBytes: sizes.reduce((a, b) => a + b, 0), ranges: 0, rangesRetried: 0 };
+    return {
+      runs: [],
+      sources: [],
+      rowsRead: 0,
+      badRowCount: 0,
+      badRows: [],
+      bound: null,
+      inputBytes: sizes.reduce((a, b) => a + b, 0),
+      ranges: 0,
+      rangesRetried: 0,
+    };
   }
   const bound: BoundLayout = bindLayout(settings.plan, header, firstWithData?.firstFieldCount ?? 0);
 
@@ -237,7 +272,16 @@ export async function parseInWorkers(
       let start = p.dataStart;
       for (let j = 1; start < size; j++) {
         const stopAt = Math.min(size, p.dataStart + j * taskBytes);
-        tasks.push({ taskId: tasks.length, source: tasks.length, file, fileSizeBytes: size, startOffset: start, stopAtOffset: Math.max(stopAt, start), firstOfFile: j === 1, fileIndex });
+        tasks.push({
+          taskId: tasks.length,
+          source: tasks.length,
+          file,
+          fileSizeBytes: size,
+          startOffset: start,
+          stopAtOffset: Math.max(stopAt, start),
+          firstOfFile: j === 1,
+          fileIndex,
+        });
         if (stopAt >= size) break;
         start = Math.max(start, nextLineStart(fd, stopAt, size));
       }
@@ -248,7 +292,11 @@ export async function parseInWorkers(
 
   const progressCells = new SharedArrayBuffer(threads * 2 * Float64Array.BYTES_PER_ELEMENT);
   const cells = new Float64Array(progressCells);
-  const pool = new WorkerPool(threads, (workerIndex) => ({ settings, bound, sortBufferBytes, workerIndex, progress: progressCells }), settings.workerNiceness);
+  const pool = new WorkerPool(
+    threads,
+    (workerIndex) => ({ settings, bound, sortBufferBytes, workerIndex, progress: progressCells }),
+    settings.workerNiceness,
+  );
   const totalBytes = sizes.reduce((a, b) => a + b, 0);
   let finishedRows = 0;
   const timer = setInterval(() => {

@@ -77,7 +77,8 @@ export interface ParseTaskResult {
   stoppedEarly: boolean;
 }
 
-export type WorkerReply = { type: 'done'; result: ParseTaskResult } | { type: 'error'; message: string; code: string | null; stack: string };
+export type WorkerReply =
+  { type: 'done'; result: ParseTaskResult } | { type: 'error'; message: string; code: string | null; stack: string };
 
 /** A bad row past --max-bad-rows; carries the bad rows so far so --rejects can still be written. */
 export class TooManyBadRowsError extends IngestError {
@@ -91,7 +92,13 @@ export class TooManyBadRowsError extends IngestError {
 }
 
 /** @param row the fatal row, its line absolute */
-export function tooManyBadRowsError(row: BadRow, where: string, maxBadRows: number, badRows: BadRow[], sources: SourceInfo[]): TooManyBadRowsError {
+export function tooManyBadRowsError(
+  row: BadRow,
+  where: string,
+  maxBadRows: number,
+  badRows: BadRow[],
+  sources: SourceInfo[],
+): TooManyBadRowsError {
   const limit = maxBadRows > 0 ? ` (more than --max-bad-rows ${maxBadRows} bad rows)` : '';
   return new TooManyBadRowsError(`${where} line ${row.line}: ${row.reason}${limit}`, badRows, sources);
 }

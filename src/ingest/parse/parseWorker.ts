@@ -52,13 +52,23 @@ export function runParseTask(data: ParseWorkerData, buffer: SortBuffer, task: Pa
   let bytes = 0;
   const fd = fs.openSync(task.file, 'r');
   try {
-    const r = readCsvRange(fd, task.fileSizeBytes, task.startOffset, task.stopAtOffset, settings.dialect, sink, 1, buffer.windowRegion(), (n) => {
-      bytes += n;
-      if (progress !== null) {
-        progress[slot] += n;
-        progress[slot + 1] = sink.rows;
-      }
-    });
+    const r = readCsvRange(
+      fd,
+      task.fileSizeBytes,
+      task.startOffset,
+      task.stopAtOffset,
+      settings.dialect,
+      sink,
+      1,
+      buffer.windowRegion(),
+      (n) => {
+        bytes += n;
+        if (progress !== null) {
+          progress[slot] += n;
+          progress[slot + 1] = sink.rows;
+        }
+      },
+    );
     endOffset = r.endOffset;
     lineFeeds = r.lineFeeds;
     spill();

@@ -108,7 +108,12 @@ export class KeySpec {
    * @param fieldCount the number of fields per record, used to check positions
    * @param writtenRefs the spec as the user wrote it, when `refs` is a re-laid-out copy of it
    */
-  constructor(refs: readonly KeyColumnRef[], columnNames: readonly string[] | null, fieldCount: number, writtenRefs: readonly KeyColumnRef[] = refs) {
+  constructor(
+    refs: readonly KeyColumnRef[],
+    columnNames: readonly string[] | null,
+    fieldCount: number,
+    writtenRefs: readonly KeyColumnRef[] = refs,
+  ) {
     if (refs.length === 0) throw new IngestError('USAGE', '--key must name at least one column');
     this.columns = refs;
     this.refs = writtenRefs;
@@ -120,7 +125,11 @@ export class KeySpec {
         i = ref.position - 1;
         if (i >= fieldCount) throw new IngestError('USAGE', `--key column ${ref.position} is past the last column (${fieldCount})`);
       } else {
-        if (columnNames === null) throw new IngestError('USAGE', `--key names column "${ref.name}" but the input has no header (use --header or --columns, or a position)`);
+        if (columnNames === null)
+          throw new IngestError(
+            'USAGE',
+            `--key names column "${ref.name}" but the input has no header (use --header or --columns, or a position)`,
+          );
         i = columnNames.indexOf(ref.name as string);
         if (i < 0) throw new IngestError('USAGE', `--key column "${ref.name}" is not among the columns: ${columnNames.join(', ')}`);
       }
@@ -138,7 +147,12 @@ export class KeySpec {
   /** A spec over fields given in key order (for `get`/`scan` arguments): component i is field i. */
   static forKeyFields(refs: readonly KeyColumnRef[]): KeySpec {
     const positional = refs.map((r, i) => ({ position: i + 1, name: null, type: r.type }));
-    return new KeySpec(positional, refs.map((r, i) => r.name ?? String(r.position ?? i + 1)), refs.length, refs);
+    return new KeySpec(
+      positional,
+      refs.map((r, i) => r.name ?? String(r.position ?? i + 1)),
+      refs.length,
+      refs,
+    );
   }
 
   /** The `--key` spec text, parsed: a codec for keys in key order that can be bound to an input. Throws IngestError('USAGE'). */
@@ -266,13 +280,18 @@ export class KeySpec {
         }
         out.push(displayBytes(Uint8Array.from(bytes)));
       } else {
-        if (p + FIXED_INT_BYTES > key.length) throw new IngestError('BAD_INPUT', `key ${hex(key)} is too short for ${this.types[c]} component ${c + 1}`);
+        if (p + FIXED_INT_BYTES > key.length)
+          throw new IngestError('BAD_INPUT', `key ${hex(key)} is too short for ${this.types[c]} component ${c + 1}`);
         const v = Buffer.from(key.buffer, key.byteOffset + p, FIXED_INT_BYTES).readBigUInt64BE(0);
         out.push(t === 1 ? (v - (1n << 63n)).toString() : v.toString());
         p += FIXED_INT_BYTES;
       }
     }
-    if (p !== key.length) throw new IngestError('BAD_INPUT', `key ${hex(key)} has ${key.length - p} trailing bytes after its ${this.typeCodes.length} component(s)`);
+    if (p !== key.length)
+      throw new IngestError(
+        'BAD_INPUT',
+        `key ${hex(key)} has ${key.length - p} trailing bytes after its ${this.typeCodes.length} component(s)`,
+      );
     return out;
   }
 

@@ -34,7 +34,12 @@ export interface RowLayoutInit {
 }
 
 /** Parses `--value COLS` (names or 1-based positions, comma separated) against the columns. */
-export function resolveValueColumns(spec: string | undefined, columnNames: readonly string[] | null, fieldCount: number, keyFields: readonly number[]): number[] {
+export function resolveValueColumns(
+  spec: string | undefined,
+  columnNames: readonly string[] | null,
+  fieldCount: number,
+  keyFields: readonly number[],
+): number[] {
   if (spec === undefined) {
     const out: number[] = [];
     for (let i = 0; i < fieldCount; i++) if (!keyFields.includes(i)) out.push(i);
@@ -47,7 +52,8 @@ export function resolveValueColumns(spec: string | undefined, columnNames: reado
       if (p < 1 || p > fieldCount) throw new IngestError('USAGE', `--value column ${col} is outside 1..${fieldCount}`);
       return p - 1;
     }
-    if (columnNames === null) throw new IngestError('USAGE', `--value names column "${col}" but the input has no header (use --header or --columns, or positions)`);
+    if (columnNames === null)
+      throw new IngestError('USAGE', `--value names column "${col}" but the input has no header (use --header or --columns, or positions)`);
     const i = columnNames.indexOf(col);
     if (i < 0) throw new IngestError('USAGE', `--value column "${col}" is not among the columns: ${columnNames.join(', ')}`);
     return i;
@@ -99,7 +105,16 @@ export class RowEncoder {
   }
 
   /** Encodes key and value of a record at out[pos]; false (with `error`) when the key does not parse. */
-  encode(src: Buffer, fieldCount: number, starts: Int32Array, ends: Int32Array, unescape: Uint8Array, quote: number, out: Buffer, pos: number): boolean {
+  encode(
+    src: Buffer,
+    fieldCount: number,
+    starts: Int32Array,
+    ends: Int32Array,
+    unescape: Uint8Array,
+    quote: number,
+    out: Buffer,
+    pos: number,
+  ): boolean {
     if (fieldCount !== this.layout.fieldCount) {
       this.error = `expected ${this.layout.fieldCount} fields, got ${fieldCount}`;
       return false;
@@ -110,12 +125,22 @@ export class RowEncoder {
       return false;
     }
     this.keyBytes = keyEnd - pos;
-    const valueEnd = this.json ? this.encodeJson(src, starts, ends, unescape, quote, out, keyEnd) : this.encodeRaw(src, starts, ends, unescape, quote, out, keyEnd);
+    const valueEnd = this.json
+      ? this.encodeJson(src, starts, ends, unescape, quote, out, keyEnd)
+      : this.encodeRaw(src, starts, ends, unescape, quote, out, keyEnd);
     this.valueBytes = valueEnd - keyEnd;
     return true;
   }
 
-  private encodeRaw(src: Buffer, starts: Int32Array, ends: Int32Array, unescape: Uint8Array, quote: number, out: Buffer, pos: number): number {
+  private encodeRaw(
+    src: Buffer,
+    starts: Int32Array,
+    ends: Int32Array,
+    unescape: Uint8Array,
+    quote: number,
+    out: Buffer,
+    pos: number,
+  ): number {
     const vf = this.valueFields;
     const n = vf.length;
     const delim = this.delimiter;
@@ -149,7 +174,15 @@ export class RowEncoder {
     return pos;
   }
 
-  private encodeJson(src: Buffer, starts: Int32Array, ends: Int32Array, unescape: Uint8Array, quote: number, out: Buffer, pos: number): number {
+  private encodeJson(
+    src: Buffer,
+    starts: Int32Array,
+    ends: Int32Array,
+    unescape: Uint8Array,
+    quote: number,
+    out: Buffer,
+    pos: number,
+  ): number {
     const vf = this.valueFields;
     if (vf.length === 0) {
       out[pos++] = 0x7b; // {

@@ -102,7 +102,16 @@ export class RowSink implements RecordSink {
     this.encoder = bound !== null ? makeEncoder(plan, bound) : null;
   }
 
-  record(src: Buffer, fieldCount: number, starts: Int32Array, ends: Int32Array, unescape: Uint8Array, line: number, recordStart: number, recordEnd: number): void {
+  record(
+    src: Buffer,
+    fieldCount: number,
+    starts: Int32Array,
+    ends: Int32Array,
+    unescape: Uint8Array,
+    line: number,
+    recordStart: number,
+    recordEnd: number,
+  ): void {
     if (this.expectHeader) {
       this.takeHeader(src, fieldCount, starts, ends, unescape);
       return;
@@ -117,7 +126,10 @@ export class RowSink implements RecordSink {
     if (!buffer.reserve(bound)) {
       this.spill();
       if (!buffer.reserve(bound)) {
-        throw new IngestError('BAD_INPUT', `${this.describeSource(this.source)} line ${line}: a row of ${recordEnd - recordStart} bytes does not fit in the sort buffer (raise --memory-limit)`);
+        throw new IngestError(
+          'BAD_INPUT',
+          `${this.describeSource(this.source)} line ${line}: a row of ${recordEnd - recordStart} bytes does not fit in the sort buffer (raise --memory-limit)`,
+        );
       }
     }
     if (!encoder.encode(src, fieldCount, starts, ends, unescape, this.quote, buffer.arena, buffer.used)) {
@@ -130,7 +142,12 @@ export class RowSink implements RecordSink {
 
   badRecord(line: number, reason: string, src: Buffer, recordStart: number, recordEnd: number): void {
     this.badRowCount++;
-    const row: BadRow = { source: this.source, line, reason, text: src.toString('utf8', recordStart, Math.min(recordEnd, recordStart + MAX_REJECT_TEXT_BYTES)) };
+    const row: BadRow = {
+      source: this.source,
+      line,
+      reason,
+      text: src.toString('utf8', recordStart, Math.min(recordEnd, recordStart + MAX_REJECT_TEXT_BYTES)),
+    };
     if (this.badRows.length < this.keepBadRows) this.badRows.push(row);
     if (this.badRowCount > this.maxBadRows) this.onTooManyBadRows(row);
   }
@@ -155,7 +172,10 @@ export class RowSink implements RecordSink {
       return;
     }
     if (names.join('\u0000') !== this.headerNames.join('\u0000')) {
-      throw new IngestError('BAD_INPUT', `${this.describeSource(this.source)}: header ${JSON.stringify(names)} differs from the first file's ${JSON.stringify(this.headerNames)}`);
+      throw new IngestError(
+        'BAD_INPUT',
+        `${this.describeSource(this.source)}: header ${JSON.stringify(names)} differs from the first file's ${JSON.stringify(this.headerNames)}`,
+      );
     }
   }
 }

@@ -70,7 +70,11 @@ export function mergeRunsIntoSsts(
   range?: MergeRange,
 ): MergeResult {
   // Without a range this merge is the runs' only reader: each run is deleted once read.
-  const merger = new RunMerger(runs, readBufferBytes, range === undefined ? { deleteRuns: true } : { startOffsets: range.startOffsets, low: range.low, high: range.high });
+  const merger = new RunMerger(
+    runs,
+    readBufferBytes,
+    range === undefined ? { deleteRuns: true } : { startOffsets: range.startOffsets, low: range.low, high: range.high },
+  );
   const prevKey = new Held();
   const heldValue = new Held();
   // Prefix words of the previous key (see src/ingest/sort/runMerger.ts); -1 before the first row, which no key has.

@@ -41,7 +41,8 @@ export interface MergeTask {
   progress: SharedArrayBuffer;
 }
 
-export type MergeReply = { type: 'done'; result: MergeResult; files: WrittenFile[] } | { type: 'error'; message: string; code: string | null; stack: string };
+export type MergeReply =
+  { type: 'done'; result: MergeResult; files: WrittenFile[] } | { type: 'error'; message: string; code: string | null; stack: string };
 
 export interface KeyRangePlan {
   lowHex: string | null;
@@ -97,7 +98,13 @@ export async function mergeInWorkers(
   const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
   const merged = new Float64Array(cells);
   const timer = setInterval(() => {
-    progress.update({ phase: `merge (${ranges.length} threads)`, doneBytes: 0, totalBytes: null, rows: merged.reduce((a, b) => a + b, 0), totalRows });
+    progress.update({
+      phase: `merge (${ranges.length} threads)`,
+      doneBytes: 0,
+      totalBytes: null,
+      rows: merged.reduce((a, b) => a + b, 0),
+      totalRows,
+    });
   }, PROGRESS_INTERVAL_MS);
   const replies = await Promise.allSettled(
     ranges.map(
@@ -107,7 +114,12 @@ export async function mergeInWorkers(
           const w = startModuleWorker(__filename, 'mergeWorker', task, { niceness });
           w.once('message', (reply: MergeReply) => {
             if (reply.type === 'done') resolve({ result: reply.result, files: reply.files });
-            else reject(reply.code !== null ? new IngestError(reply.code as IngestError['code'], reply.message) : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`));
+            else
+              reject(
+                reply.code !== null
+                  ? new IngestError(reply.code as IngestError['code'], reply.message)
+                  : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`),
+              );
             void w.terminate();
           });
           w.once('error', reject);

@@ -236,7 +236,8 @@ export class RunReader {
   next(): boolean {
     if (this.limit - this.pos < MAX_ENTRY_HEADER_BYTES && !this.eof) this.refill(this.pos);
     if (this.pos >= this.limit) {
-      if (this.counting && this.seen !== this.info.entries) throw new IngestError('IO', `run file ${this.info.path} ended after ${this.seen} of ${this.info.entries} entries`);
+      if (this.counting && this.seen !== this.info.entries)
+        throw new IngestError('IO', `run file ${this.info.path} ended after ${this.seen} of ${this.info.entries} entries`);
       if (this.deleteAtEnd && this.fd >= 0) {
         // Read to the end: free its disk space now, on a libuv thread, while the merge goes on
         // (unlinking a large file costs the kernel real time). A failure leaves it to the

@@ -194,7 +194,8 @@ export class RunMerger {
     if (boundKey !== null) {
       const hb = this.highBoundPrefixHigh;
       const lb = this.highBoundPrefixLow;
-      if (h > hb || (h === hb && (l > lb || (l === lb && compareRanges(r.buf, r.keyStart, r.keyEnd, boundKey, 0, boundKey.length) >= 0)))) return this.end();
+      if (h > hb || (h === hb && (l > lb || (l === lb && compareRanges(r.buf, r.keyStart, r.keyEnd, boundKey, 0, boundKey.length) >= 0))))
+        return this.end();
     }
     this.current = r;
     this.currentPrefixHigh = h;

@@ -85,7 +85,10 @@ export class SortBuffer {
     private readonly windowBytes = DEFAULT_WINDOW_BYTES,
     chunkBytes = DEFAULT_CHUNK_BYTES,
   ) {
-    assert(memoryLimitBytes >= MIN_SORT_BUFFER_BYTES, `sort buffer limit ${memoryLimitBytes} is below its minimum ${MIN_SORT_BUFFER_BYTES}`);
+    assert(
+      memoryLimitBytes >= MIN_SORT_BUFFER_BYTES,
+      `sort buffer limit ${memoryLimitBytes} is below its minimum ${MIN_SORT_BUFFER_BYTES}`,
+    );
     this.memoryLimitBytes = memoryLimitBytes;
     this.arenaStart = windowBytes + chunkBytes;
     this.used = this.arenaStart;
@@ -127,7 +130,11 @@ export class SortBuffer {
    * fit). On true, write the entry at `arena[used]` and call `commit`.
    */
   reserve(entryBytes: number): boolean {
-    return this.count < this.offset.length && this.used + entryBytes <= this.arena.length && this.heldBytes() + entryBytes + SORT_BYTES_PER_ENTRY <= this.memoryLimitBytes;
+    return (
+      this.count < this.offset.length &&
+      this.used + entryBytes <= this.arena.length &&
+      this.heldBytes() + entryBytes + SORT_BYTES_PER_ENTRY <= this.memoryLimitBytes
+    );
   }
 
   /** Records the entry written at arena[used]: `keyBytes` of key then `valueBytes` of value. */

@@ -100,7 +100,8 @@ export class SstSetWriter {
     this.writer.put(key, value);
     this.bytesAdded += key.length + value.length;
     const origins = this.rowOrigins;
-    if (origins !== null) (this.originsWriter as RowOriginsWriter).add(origins.inputOfSource[source], origins.lineOffsetOfSource[source] + line);
+    if (origins !== null)
+      (this.originsWriter as RowOriginsWriter).add(origins.inputOfSource[source], origins.lineOffsetOfSource[source] + line);
   }
 
   private currentSize(): number {

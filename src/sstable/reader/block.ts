@@ -147,7 +147,8 @@ export class Block {
     for (let i = 0; i < numRestarts; i++) {
       const r = data.readUInt32LE(entriesEnd + i * U32_BYTES);
       if (i === 0 && r !== 0) fail(`first restart point is ${r}, not 0`);
-      if (r <= previous || r > entriesEnd - MIN_ENTRY_BYTES) fail(`restart point ${i} at ${r} is out of order or outside the ${entriesEnd} entry bytes`);
+      if (r <= previous || r > entriesEnd - MIN_ENTRY_BYTES)
+        fail(`restart point ${i} at ${r} is out of order or outside the ${entriesEnd} entry bytes`);
       previous = r;
     }
     return new Block(data, entriesEnd, numRestarts, fileName, blockOffset);
@@ -173,7 +174,11 @@ export class Block {
     let shared: number;
     // Fast path: single-byte shared and key-length varints (keys under 128 bytes) and a value
     // length of one or two bytes (values under 16 KiB).
-    if (p + 3 <= limit && (data[p] | data[p + 1]) < 128 && (!hasValueLength || data[p + 2] < 128 || (p + 4 <= limit && data[p + 3] < 128))) {
+    if (
+      p + 3 <= limit &&
+      (data[p] | data[p + 1]) < 128 &&
+      (!hasValueLength || data[p + 2] < 128 || (p + 4 <= limit && data[p + 3] < 128))
+    ) {
       shared = data[p];
       this.restartKeyLength = data[p + 1];
       p += !hasValueLength ? 2 : data[p + 2] < 128 ? 3 : 4;
@@ -191,7 +196,8 @@ export class Block {
       }
     }
     if (shared !== 0) throw this.corruption(entryOffset, `restart entry shares ${shared} key bytes`);
-    if (this.restartKeyLength > limit - p) throw this.corruption(entryOffset, `key of ${this.restartKeyLength} bytes runs past the entries`);
+    if (this.restartKeyLength > limit - p)
+      throw this.corruption(entryOffset, `key of ${this.restartKeyLength} bytes runs past the entries`);
     return p;
   }
 
@@ -300,7 +306,12 @@ export class BlockIterator implements InternalIterator {
 
   constructor(block: Block | null, options: BlockIteratorOptions) {
     this.order = options.order;
-    this.knownOrder = options.order === compareInternalKeyRanges ? KnownOrder.Internal : options.order === compareByteRanges ? KnownOrder.Bytewise : KnownOrder.Other;
+    this.knownOrder =
+      options.order === compareInternalKeyRanges
+        ? KnownOrder.Internal
+        : options.order === compareByteRanges
+          ? KnownOrder.Bytewise
+          : KnownOrder.Other;
     this.valueFormat = options.valueFormat ?? BlockValueFormat.Raw;
     this.minKeyBytes = options.internalKeys ? TRAILER_BYTES : 0;
     this.globalSeqno = options.globalSeqno ?? -1;
@@ -448,7 +459,8 @@ export class BlockIterator implements InternalIterator {
     this.parseEntry(nextOffset, false);
     if (this.cacheIndex >= 0) {
       // Keep the interval cache pointing at the current entry while it still covers it.
-      this.cacheIndex = this.cacheIndex + 1 < this.cacheCount && this.cacheEntryOffsets[this.cacheIndex + 1] === nextOffset ? this.cacheIndex + 1 : -1;
+      this.cacheIndex =
+        this.cacheIndex + 1 < this.cacheCount && this.cacheEntryOffsets[this.cacheIndex + 1] === nextOffset ? this.cacheIndex + 1 : -1;
     }
     this.finishPosition();
     return true;
@@ -514,7 +526,6 @@ export class BlockIterator implements InternalIterator {
     this.positionAtRestart(below);
     this.advanceTo(target, false, this.intervalEnd(above - 1));
   }
-
 
   /**
    * From an entry below target: steps to the first key >= target, or off the block's end.
@@ -672,7 +683,8 @@ export class BlockIterator implements InternalIterator {
     const block = this.block as Block;
     const p = block.restartKeyOffset(i, this.valueFormat !== BlockValueFormat.DeltaHandle);
     const keyLength = block.restartKeyLength;
-    if (keyLength < this.minKeyBytes) throw block.corruption(block.restartPoint(i), `internal key of ${keyLength} bytes is shorter than its trailer`);
+    if (keyLength < this.minKeyBytes)
+      throw block.corruption(block.restartPoint(i), `internal key of ${keyLength} bytes is shorter than its trailer`);
     perf.keyComparisons++;
     if (this.globalSeqno < 0) return this.compare(this.data, p, keyLength, target, 0, target.length);
     // Compare as presented, with the global seqno in the trailer, without copying the key:
@@ -761,7 +773,8 @@ export class BlockIterator implements InternalIterator {
     const block = this.block as Block;
     if (atRestart && shared !== 0) throw block.corruption(entryOffset, `restart entry shares ${shared} key bytes`);
     // At a restart the previous key is irrelevant; elsewhere it is keyBuf[0, keyLength).
-    if (shared > (atRestart ? 0 : this.keyLength)) throw block.corruption(entryOffset, `shares ${shared} bytes with a ${this.keyLength}-byte previous key`);
+    if (shared > (atRestart ? 0 : this.keyLength))
+      throw block.corruption(entryOffset, `shares ${shared} bytes with a ${this.keyLength}-byte previous key`);
     if (nonShared > limit - p) throw block.corruption(entryOffset, `key delta of ${nonShared} bytes runs past the entries`);
     const keyLength = shared + nonShared;
     if (keyLength < this.minKeyBytes) throw block.corruption(entryOffset, `internal key of ${keyLength} bytes is shorter than its trailer`);
@@ -891,7 +904,9 @@ export class BlockIterator implements InternalIterator {
     if (i === this.cacheEntryOffsets.length) this.growCache();
     const keyLength = this.keyLength;
     if (this.cacheKeysLength + keyLength > this.cacheKeys.length) {
-      const next = Buffer.allocUnsafe(Math.max(this.cacheKeysLength + keyLength, 2 * this.cacheKeys.length, INITIAL_KEY_CAPACITY_BYTES * INITIAL_INTERVAL_ENTRIES));
+      const next = Buffer.allocUnsafe(
+        Math.max(this.cacheKeysLength + keyLength, 2 * this.cacheKeys.length, INITIAL_KEY_CAPACITY_BYTES * INITIAL_INTERVAL_ENTRIES),
+      );
       this.cacheKeys.copy(next, 0, 0, this.cacheKeysLength);
       this.cacheKeys = next;
     }

@@ -45,7 +45,15 @@ export class BlockArena {
    * codec.readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes) with the
    * contents decoded into the arena. Errors are the codec's, thrown unchanged.
    */
-  readBlock(codec: NativeBlockCodec, fd: number, position: number, blockBytes: number, checksumType: number, verify: boolean, maxDecodedBytes: number): Buffer {
+  readBlock(
+    codec: NativeBlockCodec,
+    fd: number,
+    position: number,
+    blockBytes: number,
+    checksumType: number,
+    verify: boolean,
+    maxDecodedBytes: number,
+  ): Buffer {
     let decodedBytes = codec.readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes, this.slab, this.usedBytes);
     if (decodedBytes < 0) {
       // Did not fit in what is left of the slab: -decodedBytes bytes are needed.

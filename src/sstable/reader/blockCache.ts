@@ -77,7 +77,10 @@ export class BlockCache {
   private pinnedEntries = 0;
 
   constructor(capacityBytes: number) {
-    assert(Number.isSafeInteger(capacityBytes) && capacityBytes >= 0, `block cache capacity ${capacityBytes} must be a non-negative integer`);
+    assert(
+      Number.isSafeInteger(capacityBytes) && capacityBytes >= 0,
+      `block cache capacity ${capacityBytes} must be a non-negative integer`,
+    );
     this.capacityBytes = capacityBytes;
   }
 

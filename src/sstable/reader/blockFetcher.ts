@@ -148,7 +148,8 @@ export class BlockFetcher {
   readPropertiesBlock(handle: BlockHandle, verify: boolean): Buffer {
     const buf = this.readRawBlock(handle, 'properties');
     if (verify && !this.checksumMatches(buf, handle.size)) {
-      const seqnoValueOffset = buf[handle.size] === CompressionType.None ? this.findGlobalSeqnoValue(buf.subarray(0, handle.size), handle) : -1;
+      const seqnoValueOffset =
+        buf[handle.size] === CompressionType.None ? this.findGlobalSeqnoValue(buf.subarray(0, handle.size), handle) : -1;
       if (seqnoValueOffset < 0) throw this.checksumError(buf, handle, 'properties');
       const zeroed = Buffer.from(buf);
       zeroed.fill(0, seqnoValueOffset, seqnoValueOffset + 8);
@@ -158,7 +159,13 @@ export class BlockFetcher {
   }
 
   /** readBlock() in one native call (src/sstable/nativeBlockCodec.ts): the same checks, the same errors. */
-  private readBlockNative(codec: NativeBlockCodec, handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null): Buffer {
+  private readBlockNative(
+    codec: NativeBlockCodec,
+    handle: BlockHandle,
+    kind: BlockKind,
+    verify: boolean,
+    arena: BlockArena | null,
+  ): Buffer {
     this.checkBlockHandle(handle, kind);
     perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
     try {
@@ -176,13 +183,21 @@ export class BlockFetcher {
       case 'SHORT_READ':
         return new CorruptionError(this.path, handle.offset, `${kind} block: ${e.message}`);
       case 'CHECKSUM_MISMATCH':
-        return new CorruptionError(this.path, handle.offset, `${kind} block checksum mismatch: stored 0x${(e.stored ?? 0).toString(16)}, computed 0x${(e.computed ?? 0).toString(16)}`);
+        return new CorruptionError(
+          this.path,
+          handle.offset,
+          `${kind} block checksum mismatch: stored 0x${(e.stored ?? 0).toString(16)}, computed 0x${(e.computed ?? 0).toString(16)}`,
+        );
       case 'LZ4_MALFORMED':
         return new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${e.message}`);
       case 'UNSUPPORTED_COMPRESSION':
         return this.unsupportedCompression(e.compressionType ?? -1, handle, kind);
       case 'IO':
-        return new IngestError('IO', `cannot read ${handle.size + BLOCK_TRAILER_BYTES} bytes at offset ${handle.offset} of ${this.path}: ${e.message}`, { cause: e });
+        return new IngestError(
+          'IO',
+          `cannot read ${handle.size + BLOCK_TRAILER_BYTES} bytes at offset ${handle.offset} of ${this.path}: ${e.message}`,
+          { cause: e },
+        );
       default:
         return e;
     }
@@ -203,7 +218,11 @@ export class BlockFetcher {
   private checksumError(buf: Buffer, handle: BlockHandle, kind: BlockKind): CorruptionError {
     const stored = buf.readUInt32LE(handle.size + 1);
     const computed = computeBlockChecksum(this.checksumType, buf, 0, handle.size, buf[handle.size]);
-    return new CorruptionError(this.path, handle.offset, `${kind} block checksum mismatch: stored 0x${stored.toString(16)}, computed 0x${computed.toString(16)}`);
+    return new CorruptionError(
+      this.path,
+      handle.offset,
+      `${kind} block checksum mismatch: stored 0x${stored.toString(16)}, computed 0x${computed.toString(16)}`,
+    );
   }
 
   /**
@@ -243,7 +262,11 @@ export class BlockFetcher {
     }
     const body = payload.length - decoded.offset;
     if (size > MAX_BLOCK_BYTES || size > body * LZ4_MAX_EXPANSION + 16) {
-      throw new CorruptionError(this.path, handle.offset, `${kind} block: LZ4 size header ${size} is implausible for ${body} payload bytes`);
+      throw new CorruptionError(
+        this.path,
+        handle.offset,
+        `${kind} block: LZ4 size header ${size} is implausible for ${body} payload bytes`,
+      );
     }
   }
 
@@ -269,7 +292,11 @@ export class BlockFetcher {
     this.checkOpen();
     const blocksEnd = this.blocksEndBytes;
     if (handle.size > MAX_BLOCK_BYTES || handle.offset + handle.size + BLOCK_TRAILER_BYTES > blocksEnd) {
-      throw new CorruptionError(this.path, handle.offset, `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`);
+      throw new CorruptionError(
+        this.path,
+        handle.offset,
+        `${kind} block handle (${handle.offset}, ${handle.size}) lies outside the file's ${blocksEnd} block bytes`,
+      );
     }
   }
 
@@ -286,7 +313,8 @@ export class BlockFetcher {
     const frameBytes = LZ4_NAPI_SIZE_BYTES + length;
     let frame: Buffer;
     if (frameBytes <= READ_SCRATCH_MAX_BYTES) {
-      if (this.readScratch.length < frameBytes) this.readScratch = Buffer.allocUnsafe(Math.min(READ_SCRATCH_MAX_BYTES, Math.max(frameBytes, 2 * this.readScratch.length)));
+      if (this.readScratch.length < frameBytes)
+        this.readScratch = Buffer.allocUnsafe(Math.min(READ_SCRATCH_MAX_BYTES, Math.max(frameBytes, 2 * this.readScratch.length)));
       frame = this.readScratch;
     } else {
       frame = Buffer.allocUnsafe(frameBytes);

@@ -388,7 +388,10 @@ export class TableIterator implements InternalIterator {
       const p = block.restartKeyOffset(0, true);
       perf.keyComparisons++;
       perf.boundComparisons++;
-      this.lowerState = compareByteRanges(block.data, p, block.restartKeyLength - TRAILER_BYTES, lower, 0, lower.length) >= 0 ? BoundState.Inside : BoundState.PerKey;
+      this.lowerState =
+        compareByteRanges(block.data, p, block.restartKeyLength - TRAILER_BYTES, lower, 0, lower.length) >= 0
+          ? BoundState.Inside
+          : BoundState.PerKey;
     }
     if (this.lowerState === BoundState.Inside) return true;
     perf.keyComparisons++;

@@ -139,7 +139,10 @@ export class TableReader implements TableBlockSource {
     this.blocks = new BlockFetcher(path, fd, fileSizeBytes, this.footer, opts.useNativeCodec ?? true);
     const fv = this.footer.formatVersion;
     if (fv < MIN_SUPPORTED_FORMAT_VERSION || fv > MAX_SUPPORTED_FORMAT_VERSION) {
-      throw new IngestError('NOT_SUPPORTED', `${path}: format_version ${fv} is not supported (this reader handles ${MIN_SUPPORTED_FORMAT_VERSION}..${MAX_SUPPORTED_FORMAT_VERSION})`);
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `${path}: format_version ${fv} is not supported (this reader handles ${MIN_SUPPORTED_FORMAT_VERSION}..${MAX_SUPPORTED_FORMAT_VERSION})`,
+      );
     }
 
     this.metaHandles = this.readMetaindex();
@@ -151,7 +154,11 @@ export class TableReader implements TableBlockSource {
     this.indexKeyIsUserKey = props.indexKeyIsUserKey;
     this.indexValueFormat = props.indexValueIsDeltaEncoded ? BlockValueFormat.DeltaHandle : BlockValueFormat.Handle;
     this.partitionedIndex = props.indexType === INDEX_TWO_LEVEL;
-    this.indexBlock = Block.parse(this.blocks.readBlock(this.footer.indexHandle, 'index', this.verifyChecksums), path, this.footer.indexHandle.offset);
+    this.indexBlock = Block.parse(
+      this.blocks.readBlock(this.footer.indexHandle, 'index', this.verifyChecksums),
+      path,
+      this.footer.indexHandle.offset,
+    );
     perf.indexBlocksRead++;
     this.filter = this.readFilter(props);
     this.tombstones = this.readRangeTombstones();
@@ -224,7 +231,8 @@ export class TableReader implements TableBlockSource {
    * the caller's job, who knows them (see TableCache).
    */
   fragmentedRangeTombstones(): FragmentedTombstoneList {
-    if (this.fragments === null) this.fragments = this.tombstones.length === 0 ? FragmentedTombstoneList.EMPTY : fragmentTombstones(this.rangeTombstones());
+    if (this.fragments === null)
+      this.fragments = this.tombstones.length === 0 ? FragmentedTombstoneList.EMPTY : fragmentTombstones(this.rangeTombstones());
     return this.fragments;
   }
 
@@ -311,7 +319,12 @@ export class TableReader implements TableBlockSource {
     }
     // On the native path the block is decoded into the shared arena (blockFetcher.ts).
     const arena = this.blocks.dataArena;
-    const block = Block.parse(this.blocks.readBlock({ offset, size }, 'data', this.verifyChecksums, arena), this.path, offset, arena !== null);
+    const block = Block.parse(
+      this.blocks.readBlock({ offset, size }, 'data', this.verifyChecksums, arena),
+      this.path,
+      offset,
+      arena !== null,
+    );
     perf.dataBlocksRead++;
     if (this.blockCache !== null && fillCache) return this.blockCache.insert(this.cacheId, offset, block);
     return new UncachedBlock(block);
@@ -361,7 +374,11 @@ export class TableReader implements TableBlockSource {
       try {
         h = readBlockHandle(value, 0);
       } catch (e) {
-        throw new CorruptionError(this.path, handle.offset, `metaindex entry "${key.toString('latin1')}" has a bad handle: ${(e as Error).message}`);
+        throw new CorruptionError(
+          this.path,
+          handle.offset,
+          `metaindex entry "${key.toString('latin1')}" has a bad handle: ${(e as Error).message}`,
+        );
       }
       out.set(key.toString('latin1'), h);
     });
@@ -389,7 +406,11 @@ export class TableReader implements TableBlockSource {
     let previousName: Buffer | null = null;
     iterateRaw(block, (key, value) => {
       if (previousName !== null && Buffer.compare(previousName, key) >= 0) {
-        throw new CorruptionError(this.path, handle.offset, `properties out of order: "${key.toString('latin1')}" after "${previousName.toString('latin1')}"`);
+        throw new CorruptionError(
+          this.path,
+          handle.offset,
+          `properties out of order: "${key.toString('latin1')}" after "${previousName.toString('latin1')}"`,
+        );
       }
       previousName = Buffer.from(key);
       map.set(key.toString('utf8'), Buffer.from(value));
@@ -399,14 +420,23 @@ export class TableReader implements TableBlockSource {
 
   private checkSupported(props: TableProperties): void {
     if (props.comparatorName !== '' && props.comparatorName !== BYTEWISE_COMPARATOR) {
-      throw new IngestError('NOT_SUPPORTED', `${this.path}: comparator "${props.comparatorName}" is not supported (only ${BYTEWISE_COMPARATOR})`);
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `${this.path}: comparator "${props.comparatorName}" is not supported (only ${BYTEWISE_COMPARATOR})`,
+      );
     }
     if (!SUPPORTED_COMPRESSION_NAMES.has(props.compressionName)) {
-      throw new IngestError('NOT_SUPPORTED', `${this.path}: compression ${props.compressionName} is not supported (only NoCompression, LZ4 and LZ4HC)`);
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `${this.path}: compression ${props.compressionName} is not supported (only NoCompression, LZ4 and LZ4HC)`,
+      );
     }
     // The hash-search index is an ordinary binary-search index plus side blocks we ignore.
     if (props.indexType !== INDEX_BINARY_SEARCH && props.indexType !== INDEX_HASH_SEARCH && props.indexType !== INDEX_TWO_LEVEL) {
-      throw new IngestError('NOT_SUPPORTED', `${this.path}: index type ${props.indexType} is not supported (only binary search, hash search and two-level)`);
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `${this.path}: index type ${props.indexType} is not supported (only binary search, hash search and two-level)`,
+      );
     }
     if (props.externalSstFileVersion > 2) {
       throw new IngestError('NOT_SUPPORTED', `${this.path}: external SST file version ${props.externalSstFileVersion} is not supported`);
@@ -417,7 +447,11 @@ export class TableReader implements TableBlockSource {
     if (props.externalSstFileVersion !== 2) return -1; // version 1 and DB-written files keep their seqnos
     if (props.globalSeqno !== 0) {
       if (fromManifest !== undefined && fromManifest !== props.globalSeqno) {
-        throw new CorruptionError(this.path, this.metaHandles.get(META_PROPERTIES)?.offset ?? 0, `global seqno property ${props.globalSeqno} disagrees with the MANIFEST's ${fromManifest}`);
+        throw new CorruptionError(
+          this.path,
+          this.metaHandles.get(META_PROPERTIES)?.offset ?? 0,
+          `global seqno property ${props.globalSeqno} disagrees with the MANIFEST's ${fromManifest}`,
+        );
       }
       return props.globalSeqno;
     }
@@ -436,7 +470,9 @@ export class TableReader implements TableBlockSource {
       if (name.startsWith(PARTITIONED_FILTER_PREFIX)) {
         const partitionIndex = Block.parse(this.blocks.readBlock(handle, 'filter', this.verifyChecksums), this.path, handle.offset);
         perf.filterBlocksRead++;
-        const toIndexKey = this.indexKeyIsUserKey ? (userKey: Buffer) => userKey : (userKey: Buffer) => makeInternalKey(userKey, MAX_SEQUENCE_NUMBER, ValueType.Seek);
+        const toIndexKey = this.indexKeyIsUserKey
+          ? (userKey: Buffer) => userKey
+          : (userKey: Buffer) => makeInternalKey(userKey, MAX_SEQUENCE_NUMBER, ValueType.Seek);
         return new PartitionedFilter(this.indexBlockIterator(partitionIndex), toIndexKey, (offset, size) => {
           perf.filterBlocksRead++;
           return this.blocks.readBlock({ offset, size }, 'filter', this.verifyChecksums);

@@ -78,7 +78,16 @@ const DELETION_WITH_TIMESTAMP = 0x14;
 export function verifyTable(table: VerifiableTable): void {
   verifyMetaBlocks(table);
   const { indexBlock, indexBytes } = verifyIndex(table);
-  const tally: ContentTally = { numDataBlocks: 0, numEntries: 0, numDeletions: 0, numMerges: 0, numRangeDeletions: 0, rawKeyBytes: 0, rawValueBytes: 0, dataEndBytes: 0 };
+  const tally: ContentTally = {
+    numDataBlocks: 0,
+    numEntries: 0,
+    numDeletions: 0,
+    numMerges: 0,
+    numRangeDeletions: 0,
+    rawKeyBytes: 0,
+    rawValueBytes: 0,
+    dataEndBytes: 0,
+  };
   verifyDataBlocks(table, indexBlock, tally);
   for (const t of table.tombstones) {
     tally.numRangeDeletions++;
@@ -98,7 +107,9 @@ function fail(table: VerifiableTable, offset: number, reason: string): never {
 function verifyMetaBlocks(table: VerifiableTable): void {
   const metaindex = table.footer.metaindexHandle;
   const names: string[] = [];
-  const it = new BlockIterator(Block.parse(table.blocks.readBlock(metaindex, 'metaindex', true), table.path, metaindex.offset), { order: compareByteRanges });
+  const it = new BlockIterator(Block.parse(table.blocks.readBlock(metaindex, 'metaindex', true), table.path, metaindex.offset), {
+    order: compareByteRanges,
+  });
   for (it.first(); it.valid(); it.next()) names.push(it.key().toString('latin1'));
   for (let i = 1; i < names.length; i++) {
     if (names[i - 1] >= names[i]) fail(table, metaindex.offset, `metaindex names out of order: "${names[i - 1]}" before "${names[i]}"`);
@@ -108,7 +119,8 @@ function verifyMetaBlocks(table: VerifiableTable): void {
       table.readPropertiesContents(handle, true);
     } else if (name.startsWith(PARTITIONED_FILTER_PREFIX)) {
       const partitions = table.indexBlockIterator(Block.parse(table.blocks.readBlock(handle, 'filter', true), table.path, handle.offset));
-      for (partitions.first(); partitions.valid(); partitions.next()) table.blocks.readBlock({ offset: partitions.handleOffset, size: partitions.handleSize }, 'filter', true);
+      for (partitions.first(); partitions.valid(); partitions.next())
+        table.blocks.readBlock({ offset: partitions.handleOffset, size: partitions.handleSize }, 'filter', true);
     } else {
       table.blocks.readBlock(handle, name === META_RANGE_DEL ? 'range_del' : 'filter', true);
     }
@@ -138,13 +150,18 @@ function verifyIndex(table: VerifiableTable): { indexBlock: Block; indexBytes: n
     checkRestartEntries(block, hasValueLength);
     partition.reset(block);
     partition.last();
-    if (partition.valid() && !partition.key().equals(top.key())) fail(table, top.handleOffset, `index partition ${partitions}'s last separator differs from its top-level key`);
+    if (partition.valid() && !partition.key().equals(top.key()))
+      fail(table, top.handleOffset, `index partition ${partitions}'s last separator differs from its top-level key`);
     indexBytes += block.data.length;
     partitions++;
   }
   const props = table.properties;
   if (props.raw.has(Prop.IndexPartitions) && partitions !== props.indexPartitions) {
-    fail(table, indexHandle.offset, `property ${Prop.IndexPartitions} is ${props.indexPartitions} but the top-level index lists ${partitions}`);
+    fail(
+      table,
+      indexHandle.offset,
+      `property ${Prop.IndexPartitions} is ${props.indexPartitions} but the top-level index lists ${partitions}`,
+    );
   }
   return { indexBlock, indexBytes };
 }
@@ -179,7 +196,8 @@ function verifyDataBlocks(table: VerifiableTable, indexBlock: Block, tally: Cont
     if (previousSeparator !== null && compareSeparators(table, separator, previousSeparator) <= 0) {
       fail(table, table.footer.indexHandle.offset, `index separators out of order at data block ${tally.numDataBlocks}`);
     }
-    if (handle.offset < tally.dataEndBytes) fail(table, handle.offset, `data block ${tally.numDataBlocks} overlaps the previous one (ends at ${tally.dataEndBytes})`);
+    if (handle.offset < tally.dataEndBytes)
+      fail(table, handle.offset, `data block ${tally.numDataBlocks} overlaps the previous one (ends at ${tally.dataEndBytes})`);
     const block = Block.parse(table.blocks.readBlock(handle, 'data', true), table.path, handle.offset);
     checkRestartEntries(block, true);
     data.reset(block);
@@ -218,8 +236,10 @@ function verifyDataBlockEntries(
     const type = typeOf(key);
     if (type === ValueType.Deletion || type === ValueType.SingleDeletion || type === DELETION_WITH_TIMESTAMP) tally.numDeletions++;
     else if (type === ValueType.Merge) tally.numMerges++;
-    else if (type === ValueType.RangeDeletion || type === ValueType.Seek) fail(table, blockOffset, `entry of type 0x${type.toString(16)} in a data block`);
-    if (!table.keyMayMatch(key.subarray(0, key.length - TRAILER_BYTES))) fail(table, blockOffset, 'the filter rejects a key stored in the table');
+    else if (type === ValueType.RangeDeletion || type === ValueType.Seek)
+      fail(table, blockOffset, `entry of type 0x${type.toString(16)} in a data block`);
+    if (!table.keyMayMatch(key.subarray(0, key.length - TRAILER_BYTES)))
+      fail(table, blockOffset, 'the filter rejects a key stored in the table');
     tally.numEntries++;
     tally.rawKeyBytes += key.length;
     tally.rawValueBytes += data.value().length;

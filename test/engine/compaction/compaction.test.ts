@@ -84,10 +84,17 @@ describe('compaction iterator', () => {
           const e = a + 1 + Math.floor(r() * r() * universe);
           tombstones.push({ start: b(name(a)), end: b(name(e)), seq: s });
         } else {
-          entries.push({ key: name(Math.floor(r() * universe)), seq: s, type: y < 0.3 ? ValueType.Deletion : ValueType.Value, value: `v${s}` });
+          entries.push({
+            key: name(Math.floor(r() * universe)),
+            seq: s,
+            type: y < 0.3 ? ValueType.Deletion : ValueType.Value,
+            value: `v${s}`,
+          });
         }
       }
-      const snapshots = [...new Set(Array.from({ length: Math.floor(r() * 4) }, () => 10 + Math.floor(r() * (seq - 10))))].sort((x, y) => x - y);
+      const snapshots = [...new Set(Array.from({ length: Math.floor(r() * 4) }, () => 10 + Math.floor(r() * (seq - 10))))].sort(
+        (x, y) => x - y,
+      );
       const bottommost = r() < 0.5;
       const mem = new Memtable();
       for (const e of entries) mem.add(e.seq, e.type, b(e.key), b(e.value));
@@ -105,18 +112,27 @@ describe('compaction iterator', () => {
       expect(it.stats.entriesIn).toBe(entries.length);
       expect(it.stats.entriesOut).toBe(kept.length);
       for (let i = 1; i < kept.length; i++) {
-        expect(compareInternalKeys(makeInternalKey(b(kept[i - 1].key), kept[i - 1].seq, kept[i - 1].type), makeInternalKey(b(kept[i].key), kept[i].seq, kept[i].type))).toBeLessThan(0);
+        expect(
+          compareInternalKeys(
+            makeInternalKey(b(kept[i - 1].key), kept[i - 1].seq, kept[i - 1].type),
+            makeInternalKey(b(kept[i].key), kept[i].seq, kept[i].type),
+          ),
+        ).toBeLessThan(0);
       }
 
       // Older data below the compaction (one version per key) unless the output is bottommost.
-      const below: PointEntry[] = bottommost ? [] : Array.from({ length: universe }, (_, i) => ({ key: name(i), seq: 1 + (i % 9), type: ValueType.Value, value: `below${i}` }));
+      const below: PointEntry[] = bottommost
+        ? []
+        : Array.from({ length: universe }, (_, i) => ({ key: name(i), seq: 1 + (i % 9), type: ValueType.Value, value: `below${i}` }));
       for (const readSeq of [...snapshots, Number.MAX_SAFE_INTEGER]) {
         for (let i = 0; i < universe; i++) {
           const k = name(i);
           const before = read([...below, ...entries], tombstones, k, readSeq);
           const after = read([...below, ...kept], keptTombstones, k, readSeq);
           if (before !== after) {
-            throw new Error(`round ${round}: ${k} at ${readSeq} (snapshots ${snapshots}, bottommost ${bottommost}): ${before} became ${after}`);
+            throw new Error(
+              `round ${round}: ${k} at ${readSeq} (snapshots ${snapshots}, bottommost ${bottommost}): ${before} became ${after}`,
+            );
           }
         }
       }
@@ -172,7 +188,7 @@ describe('compaction outputs', () => {
     }
   });
 
-  test('a tombstone spanning the gap between files extends both; sentinel ends never claim the next file\'s key', () => {
+  test("a tombstone spanning the gap between files extends both; sentinel ends never claim the next file's key", () => {
     // Points a000..a199 and c000..c199; a tombstone from before the first point to the middle of
     // the c's, another over the gap b.., one past the end.
     const points: Array<[string, number]> = [];
@@ -220,7 +236,26 @@ describe('compaction outputs', () => {
     const coverage = (ts: Array<{ start: string; end: string; seq: number }>, k: string): number =>
       Math.max(0, ...ts.filter((t) => t.start <= k && k < t.end).map((t) => t.seq));
     const original = tombstones.map((t) => ({ start: t.start.toString(), end: t.end.toString(), seq: t.seq }));
-    for (const k of ['', '0', '00', 'a', 'a049', 'a050', 'a149', 'a150', 'b', 'c000', 'c099', 'c100', 'w', 'x', 'y', 'z', 'zz', ...points.map((p) => p[0])]) {
+    for (const k of [
+      '',
+      '0',
+      '00',
+      'a',
+      'a049',
+      'a050',
+      'a149',
+      'a150',
+      'b',
+      'c000',
+      'c099',
+      'c100',
+      'w',
+      'x',
+      'y',
+      'z',
+      'zz',
+      ...points.map((p) => p[0]),
+    ]) {
       expect(coverage(joined, k)).toBe(coverage(original, k));
     }
     // Pieces are cut only where files start.
@@ -234,7 +269,13 @@ describe('compaction outputs', () => {
     expect(userKeyOf(files[0].smallest).toString()).toBe('m');
     expect(isExclusiveSentinel(files[0].largest)).toBe(true);
     let next = 200;
-    const out = new CompactionOutputs({ dir, table: { blockSizeBytes: 256 }, targetFileSizeBytes: 1024, newFileNumber: () => next++, tombstones: fragmentTombstones([]) });
+    const out = new CompactionOutputs({
+      dir,
+      table: { blockSizeBytes: 256 },
+      targetFileSizeBytes: 1024,
+      newFileNumber: () => next++,
+      tombstones: fragmentTombstones([]),
+    });
     for (let i = 0; i < 300; i++) out.add(makeInternalKey(key(i), 1, ValueType.Value), b('x'.repeat(50)));
     expect(next).toBeGreaterThan(202);
     out.abort();
@@ -326,9 +367,11 @@ describe('compaction picker', () => {
     expect(picked).toEqual([l1[0], l1[1], l1[2], l1[0]]);
   });
 
-  test('compactionPri defaults to RocksDB\'s min-overlapping-ratio; an unknown one is rejected when the engine opens', async () => {
+  test("compactionPri defaults to RocksDB's min-overlapping-ratio; an unknown one is rejected when the engine opens", async () => {
     expect(resolveCompactionOptions({}).compactionPri).toBe('min-overlapping-ratio');
-    await expect(Engine.open(path.join(dir, 'bad-pri'), { compactionPri: 'oldest-first' as unknown as 'round-robin' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(
+      Engine.open(path.join(dir, 'bad-pri'), { compactionPri: 'oldest-first' as unknown as 'round-robin' }),
+    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 
@@ -422,10 +465,16 @@ describe('engine compactions', () => {
     expect(all.length).toBe(1000 - 200 - 1);
     expect(all[0]).toBe(`${key(0)}=${val(0, 1)}`);
     // compactRange over a sub-range only touches files overlapping it.
-    const filesBefore = e.levelFiles().flat().map((f) => f.fileNumber);
+    const filesBefore = e
+      .levelFiles()
+      .flat()
+      .map((f) => f.fileNumber);
     await e.deleteRange(key(990), key(995));
     await e.compactRange(key(990), key(994));
-    const filesAfter = e.levelFiles().flat().map((f) => f.fileNumber);
+    const filesAfter = e
+      .levelFiles()
+      .flat()
+      .map((f) => f.fileNumber);
     expect(filesAfter.filter((n) => filesBefore.includes(n)).length).toBeGreaterThan(0);
     expect(scanAll(e).length).toBe(1000 - 200 - 1 - 5);
     expect(e.rangeTombstones()).toEqual([]);
@@ -456,12 +505,21 @@ describe('engine compactions', () => {
 
   test('a file compaction replaces stays readable by an open iterator and is deleted when it closes', async () => {
     const cache = new BlockCache(0); // nothing stays cached unless pinned
-    const e = await Engine.open(dir, { ...SMALL, writeBufferSizeBytes: 4 << 20, disableAutoCompactions: true, maxOpenFiles: 1, blockCache: cache });
+    const e = await Engine.open(dir, {
+      ...SMALL,
+      writeBufferSizeBytes: 4 << 20,
+      disableAutoCompactions: true,
+      maxOpenFiles: 1,
+      blockCache: cache,
+    });
     await fill(e, 0, 3000, 0);
     await e.flush();
     await fill(e, 0, 3000, 1, 3);
     await e.flush();
-    const oldFiles = e.levelFiles().flat().map((f) => f.fileNumber);
+    const oldFiles = e
+      .levelFiles()
+      .flat()
+      .map((f) => f.fileNumber);
     expect(oldFiles.length).toBe(2);
     const it = e.newIterator();
     it.first();
@@ -472,7 +530,10 @@ describe('engine compactions', () => {
     const pinnedCopy = Buffer.from(pinnedValue);
     await e.compactRange();
     // Replaced in the current version, still on disk for the iterator.
-    const newFiles = e.levelFiles().flat().map((f) => f.fileNumber);
+    const newFiles = e
+      .levelFiles()
+      .flat()
+      .map((f) => f.fileNumber);
     expect(newFiles.some((n) => oldFiles.includes(n))).toBe(false);
     for (const n of oldFiles) expect(fs.existsSync(tableFileName(dir, n))).toBe(true);
     // Reads through the new version churn the cache and the single-entry table cache meanwhile.
@@ -489,7 +550,12 @@ describe('engine compactions', () => {
   });
 
   test('a compaction runs in slices: reads are served while it is under way', async () => {
-    const e = await Engine.open(dir, { ...SMALL, writeBufferSizeBytes: 4 << 20, disableAutoCompactions: true, compactionSliceEntries: 512 });
+    const e = await Engine.open(dir, {
+      ...SMALL,
+      writeBufferSizeBytes: 4 << 20,
+      disableAutoCompactions: true,
+      compactionSliceEntries: 512,
+    });
     const order = Array.from({ length: 8000 }, (_, i) => (i * 4007) % 8000);
     for (const i of order) await e.put(key(i), b(val(i, 0)));
     await e.flush();
@@ -527,7 +593,12 @@ describe('engine compactions', () => {
     expect(e.stats().compaction.running).toBe(true);
     await e.close();
     const r = await Engine.open(dir, { ...SMALL, disableAutoCompactions: true });
-    const live = new Set(r.levelFiles().flat().map((f) => `${String(f.fileNumber).padStart(6, '0')}.sst`));
+    const live = new Set(
+      r
+        .levelFiles()
+        .flat()
+        .map((f) => `${String(f.fileNumber).padStart(6, '0')}.sst`),
+    );
     const onDisk = fs.readdirSync(dir).filter((f) => f.endsWith('.sst'));
     expect(onDisk.sort()).toEqual([...live].sort());
     expect(r.get(key(17))?.toString()).toBe(val(17, 1));

@@ -50,7 +50,10 @@ function sst(entries: Record<string, string>, tombstones: Array<[string, string]
 }
 
 function dbTables(): string[] {
-  return fs.readdirSync(dbDir).filter((f) => f.endsWith('.sst')).sort();
+  return fs
+    .readdirSync(dbDir)
+    .filter((f) => f.endsWith('.sst'))
+    .sort();
 }
 
 function scan(engine: Engine): string[] {
@@ -193,7 +196,12 @@ describe('level placement', () => {
     const e = await open();
     const compaction = e.runningCompactions.register(BOTTOM, b('a'), b('f'));
     const f = sst({ c: '1' });
-    expect((await e.planIngestion([f])).files[0]).toMatchObject({ targetLevel: 5, globalSeqno: 1, stoppedAtLevel: BOTTOM, stopReason: 'compaction' });
+    expect((await e.planIngestion([f])).files[0]).toMatchObject({
+      targetLevel: 5,
+      globalSeqno: 1,
+      stoppedAtLevel: BOTTOM,
+      stopReason: 'compaction',
+    });
     compaction.release();
     expect((await e.planIngestion([f])).files[0]).toMatchObject({ targetLevel: BOTTOM, globalSeqno: 0 });
     expect(() => compaction.release()).toThrow(/released twice/);
@@ -254,7 +262,14 @@ describe('levels in use', () => {
 
 describe('with background compactions', () => {
   test('ingestions, puts and compactions interleaved match a model', async () => {
-    const e = await Engine.open(dbDir, { writeBufferSizeBytes: 8 * 1024, level0FileNumCompactionTrigger: 2, maxBytesForLevelBase: 16 * 1024, targetFileSizeBytes: 8 * 1024, compactionSliceEntries: 64, table: { blockSizeBytes: 256 } });
+    const e = await Engine.open(dbDir, {
+      writeBufferSizeBytes: 8 * 1024,
+      level0FileNumCompactionTrigger: 2,
+      maxBytesForLevelBase: 16 * 1024,
+      targetFileSizeBytes: 8 * 1024,
+      compactionSliceEntries: 64,
+      table: { blockSizeBytes: 256 },
+    });
     const model = new Map<string, string>();
     const r = mulberry32(42);
     const key = (i: number): string => `key${String(i).padStart(3, '0')}`;
@@ -320,7 +335,10 @@ describe('validation', () => {
     const e = await open();
     const f1 = sst({ a: '1', m: '1' });
     const f2 = sst({ m: '2', z: '2' });
-    await expect(e.ingestExternalFiles([f1, f2])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/must not overlap/) });
+    await expect(e.ingestExternalFiles([f1, f2])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/must not overlap/),
+    });
     await expect(e.ingestExternalFiles([f1, f1])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     const left = sst({ a: '1' }, [['b', 'm']]); // [a, m)
     const right = sst({ m: '2', z: '2' }); // [m, z]
@@ -363,7 +381,12 @@ describe('validation', () => {
     const inlineError = await e.ingestExternalFiles([bad], { verifyInWorker: false }).catch((err: unknown) => err);
     const workerError = await e.ingestExternalFiles([bad], { verifyInWorker: true }).catch((err: unknown) => err);
     expect(workerError).toBeInstanceOf(CorruptionError);
-    expect(workerError).toMatchObject({ code: 'CORRUPTION', file: bad, message: (inlineError as Error).message, offset: (inlineError as CorruptionError).offset });
+    expect(workerError).toMatchObject({
+      code: 'CORRUPTION',
+      file: bad,
+      message: (inlineError as Error).message,
+      offset: (inlineError as CorruptionError).offset,
+    });
     expect(dbTables()).toEqual([]);
     await e.close();
   });
@@ -375,7 +398,10 @@ describe('validation', () => {
     const flushed = path.join(dbDir, dbTables()[0]);
     const copy = path.join(srcDir, 'engine-table.sst');
     fs.copyFileSync(flushed, copy);
-    await expect(e.ingestExternalFiles([copy])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/not an external SST file/) });
+    await expect(e.ingestExternalFiles([copy])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/not an external SST file/),
+    });
     await expect(e.ingestExternalFiles([path.join(srcDir, 'missing.sst')])).rejects.toMatchObject({ code: 'IO' });
     await expect(e.ingestExternalFiles([])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     fs.writeFileSync(path.join(srcDir, 'junk.sst'), Buffer.alloc(100, 7));
@@ -416,7 +442,14 @@ describe('manifest record', () => {
 
   test('a version edit carries the global seqno field through encode and decode', () => {
     const edit = new VersionEdit();
-    const meta = { fileNumber: 7, fileSizeBytes: 100, smallest: makeInternalKey(b('a'), 9, ValueType.Value), largest: makeInternalKey(b('z'), 9, ValueType.Value), smallestSeq: 9, largestSeq: 9 };
+    const meta = {
+      fileNumber: 7,
+      fileSizeBytes: 100,
+      smallest: makeInternalKey(b('a'), 9, ValueType.Value),
+      largest: makeInternalKey(b('z'), 9, ValueType.Value),
+      smallestSeq: 9,
+      largestSeq: 9,
+    };
     edit.addFile(3, { ...meta, globalSeqno: 9 });
     edit.addFile(4, { ...meta, fileNumber: 8 });
     const decoded = VersionEdit.decode(edit.encode(), 'MANIFEST-test', 0);
@@ -471,7 +504,9 @@ describe('replaceRange', () => {
     expect(r.files.map((f) => [f.path === null, f.targetLevel, f.globalSeqno])).toEqual([[false, BOTTOM, 0]]);
     expect(dbTables()).toHaveLength(2);
     expect(e.rangeTombstones()).toEqual([]);
-    await expect(e.ingestExternalFiles([], { replaceRange: { start: b('c'), end: b('a') } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(e.ingestExternalFiles([], { replaceRange: { start: b('c'), end: b('a') } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     const manifest = path.join(dbDir, `MANIFEST-${String(e.stats().manifestNumber).padStart(6, '0')}`);
     const manifestBytes = fs.statSync(manifest).size;
     const none = await e.ingestExternalFiles([], { replaceRange: { start: b('c'), end: b('d') } });

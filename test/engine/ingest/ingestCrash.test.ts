@@ -53,7 +53,9 @@ async function verify(dir: string, lastAcked: number, round: number, stats: { or
     if (sameContents(actual, modelAfter(lastAcked))) return lastAcked;
     if (sameContents(actual, modelAfter(lastAcked + 1))) return lastAcked + 1;
     const show = (m: Map<string, string>): string => JSON.stringify([...m].sort());
-    throw new Error(`round ${round}: contents match neither ${lastAcked} nor ${lastAcked + 1} steps:\n${show(actual)}\nvs\n${show(modelAfter(lastAcked))}`);
+    throw new Error(
+      `round ${round}: contents match neither ${lastAcked} nor ${lastAcked + 1} steps:\n${show(actual)}\nvs\n${show(modelAfter(lastAcked))}`,
+    );
   } finally {
     await engine.close();
   }
@@ -86,7 +88,9 @@ test(`an ingestion is wholly visible or not at all across ${ROUNDS} SIGKILLs, an
     expect(held).toBeGreaterThan(10);
     // Some kills landed between staging the files and committing them.
     expect(stats.orphansDeleted).toBeGreaterThan(0);
-    console.log(`ingest crash test: ${held} steps, ${totalAcked} acknowledged, ${inFlightLanded} in-flight steps landed, ${stats.orphansDeleted} orphan tables deleted`);
+    console.log(
+      `ingest crash test: ${held} steps, ${totalAcked} acknowledged, ${inFlightLanded} in-flight steps landed, ${stats.orphansDeleted} orphan tables deleted`,
+    );
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -64,7 +64,13 @@ function rocksdbPlacement(dbDir: string): PlacedFile[] {
 function enginePlacement(e: Engine): PlacedFile[] {
   const out: PlacedFile[] = [];
   e.levelFiles().forEach((files, level) => {
-    for (const f of files) out.push([level, f.smallest.subarray(0, f.smallest.length - 8).toString(), f.largest.subarray(0, f.largest.length - 8).toString(), f.largestSeq]);
+    for (const f of files)
+      out.push([
+        level,
+        f.smallest.subarray(0, f.smallest.length - 8).toString(),
+        f.largest.subarray(0, f.largest.length - 8).toString(),
+        f.largestSeq,
+      ]);
   });
   return out.sort();
 }
@@ -101,7 +107,8 @@ describeIfRocksdb('ingestion interop with RocksDB', () => {
 
   test('an SST from ldb write_extern_sst ingests into the engine and reads back', async () => {
     const entries: Array<[Buffer, Buffer]> = [];
-    for (let i = 0; i < 3000; i++) entries.push([Buffer.from(`user:${String(i).padStart(6, '0')}`), Buffer.from(`rocks-${i}-${'x'.repeat(i % 50)}`)]);
+    for (let i = 0; i < 3000; i++)
+      entries.push([Buffer.from(`user:${String(i).padStart(6, '0')}`), Buffer.from(`rocks-${i}-${'x'.repeat(i % 50)}`)]);
     // Binary keys sort after "user:" and survive the hex round trip.
     entries.push([Buffer.from([0xfe, 0x00, 0x01]), Buffer.from([0x00, 0xff])]);
     const file = path.join(dir, 'rocks.sst');
@@ -116,7 +123,9 @@ describeIfRocksdb('ingestion interop with RocksDB', () => {
     expect(r.files[0]).toMatchObject({ targetLevel: 0, globalSeqno: 3 });
     expect(e.get(Buffer.from('user:000100'))?.toString()).toBe('rocks-100-');
     expect(e.get(Buffer.from([0xfe, 0x00, 0x01]))).toEqual(Buffer.from([0x00, 0xff]));
-    const expected = [...entries, [Buffer.from('user:000100x'), Buffer.from('kept')] as [Buffer, Buffer]].sort((a, b) => Buffer.compare(a[0], b[0]));
+    const expected = [...entries, [Buffer.from('user:000100x'), Buffer.from('kept')] as [Buffer, Buffer]].sort((a, b) =>
+      Buffer.compare(a[0], b[0]),
+    );
     expect(scanAll(e)).toEqual(expected);
     await e.close();
 

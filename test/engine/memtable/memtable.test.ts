@@ -1,6 +1,14 @@
 import { Memtable, LookupResult, LookupValue } from '../../../src/engine/memtable/memtable';
 import { SkipList } from '../../../src/engine/memtable/skiplist';
-import { compareInternalKeys, makeInternalKey, sequenceOf, typeOf, userKeyOf, ValueType, MAX_SEQUENCE_NUMBER } from '../../../src/base/internalKey';
+import {
+  compareInternalKeys,
+  makeInternalKey,
+  sequenceOf,
+  typeOf,
+  userKeyOf,
+  ValueType,
+  MAX_SEQUENCE_NUMBER,
+} from '../../../src/base/internalKey';
 import { perf, resetPerfContext } from '../../../src/base/perfContext';
 import { TRY_SEEK_USING_NEXT_STEPS } from '../../../src/base/iterator';
 import { mulberry32 } from '../../../src/util/random';

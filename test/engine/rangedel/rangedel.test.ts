@@ -17,7 +17,15 @@ import {
   tombstoneStartKey,
 } from '../../../src/engine/rangedel/tombstoneBoundaries';
 import { perf, resetPerfContext } from '../../../src/base/perfContext';
-import { compareInternalKeys, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, typeOf, userKeyOf, ValueType } from '../../../src/base/internalKey';
+import {
+  compareInternalKeys,
+  makeInternalKey,
+  MAX_SEQUENCE_NUMBER,
+  sequenceOf,
+  typeOf,
+  userKeyOf,
+  ValueType,
+} from '../../../src/base/internalKey';
 import { TableBuilder } from '../../../src/sstwriter/tableBuilder';
 import { SstFileWriter } from '../../../src/sstwriter/sstFileWriter';
 import { describeIfRocksdb, LdbDatabase, rocksdbTools, runTool } from '../../support/rocksdbTools';
@@ -124,7 +132,12 @@ describe('fragmentTombstones', () => {
 
   test('no tombstones, or only empty ones, give the shared empty list', () => {
     expect(fragmentTombstones([])).toBe(FragmentedTombstoneList.EMPTY);
-    expect(fragmentTombstones([{ start: k('b'), end: k('b'), seq: 3 }, { start: k('c'), end: k('a'), seq: 4 }])).toBe(FragmentedTombstoneList.EMPTY);
+    expect(
+      fragmentTombstones([
+        { start: k('b'), end: k('b'), seq: 3 },
+        { start: k('c'), end: k('a'), seq: 4 },
+      ]),
+    ).toBe(FragmentedTombstoneList.EMPTY);
   });
 
   test('duplicate tombstones collapse to one sequence number; gaps stay uncovered', () => {
@@ -180,7 +193,8 @@ describe('maxCoveringSeq and clipFragments', () => {
         const want = modelCoveringSeq(ts, key, readSeq);
         const got = maxCoveringSeq(list, key, readSeq);
         const gotInternal = maxCoveringSeqOfInternalKey(list, makeInternalKey(key, 3, ValueType.Value), readSeq);
-        if (got !== want || gotInternal !== want) mismatches.push(`round ${round} key ${key.toString('latin1')}@${readSeq}: ${got}/${gotInternal} != ${want}`);
+        if (got !== want || gotInternal !== want)
+          mismatches.push(`round ${round} key ${key.toString('latin1')}@${readSeq}: ${got}/${gotInternal} != ${want}`);
       }
     }
     expect(mismatches).toEqual([]);
@@ -276,7 +290,9 @@ describe('RangeDelAggregator', () => {
         const byUserKey = agg.shouldDeleteUserKey(key, seq, rs, dir);
         const byInternalKey = agg.shouldDelete(makeInternalKey(key, seq, ValueType.Value), rs, dir);
         if (got !== want || byUserKey !== seq < want || byInternalKey !== seq < want) {
-          mismatches.push(`round ${round} ${RangeDelDirection[dir]} key ${key.toString('latin1')}@${seq} read ${rs}: ${got}/${byUserKey}/${byInternalKey}, want ${want}`);
+          mismatches.push(
+            `round ${round} ${RangeDelDirection[dir]} key ${key.toString('latin1')}@${seq} read ${rs}: ${got}/${byUserKey}/${byInternalKey}, want ${want}`,
+          );
         }
       };
       // Forward sweep, then backward, each visiting every key (a key repeats, as versions do).
@@ -426,7 +442,10 @@ describe('assignTombstonesToOutputs', () => {
   });
 
   test('a tombstone past the last point key goes to the last file, which ends at its sentinel', () => {
-    const frags = fragmentTombstones([{ start: k('t'), end: k('w'), seq: 6 }, { start: k('v'), end: k('z'), seq: 8 }]);
+    const frags = fragmentTombstones([
+      { start: k('t'), end: k('w'), seq: 6 },
+      { start: k('v'), end: k('z'), seq: 8 },
+    ]);
     const out = assignTombstonesToOutputs([points(ik('a', 2), ik('b', 2)), points(ik('q', 2), ik('s', 2))], frags);
     expect(out[0].tombstones).toEqual([]);
     expect(pieces(out[1].tombstones)).toEqual(['[t,v)@6', '[v,w)@8', '[v,w)@6', '[w,z)@8']);
@@ -434,7 +453,10 @@ describe('assignTombstonesToOutputs', () => {
   });
 
   test('tombstone-only outputs: alone, leading and trailing', () => {
-    const frags = fragmentTombstones([{ start: k('b'), end: k('e'), seq: 3 }, { start: k('p'), end: k('r'), seq: 3 }]);
+    const frags = fragmentTombstones([
+      { start: k('b'), end: k('e'), seq: 3 },
+      { start: k('p'), end: k('r'), seq: 3 },
+    ]);
     const alone = assignTombstonesToOutputs([points(null)], frags);
     expect(pieces(alone[0].tombstones)).toEqual(['[b,e)@3', '[p,r)@3']);
     expect([describeKey(alone[0].smallest), describeKey(alone[0].largest)]).toEqual(['b@3/f', 'r@MAX/f']);
@@ -455,7 +477,9 @@ describe('assignTombstonesToOutputs', () => {
   });
 
   test('outputs that split a user key are refused', () => {
-    expect(() => assignTombstonesToOutputs([points(ik('a', 5), ik('c', 5)), points(ik('c', 4), ik('d', 4))], FragmentedTombstoneList.EMPTY)).toThrow(/split user key/);
+    expect(() =>
+      assignTombstonesToOutputs([points(ik('a', 5), ik('c', 5)), points(ik('c', 4), ik('d', 4))], FragmentedTombstoneList.EMPTY),
+    ).toThrow(/split user key/);
   });
 
   test('randomized: pieces partition the fragments, bounds contain everything, neighbours never share a key', () => {
@@ -598,8 +622,20 @@ describeIfRocksdb('fileBoundsWithTombstones against RocksDB ingestion', () => {
     const r = rng(7);
     // Fixed shapes first (points outside the tombstones on both sides, on one side), then random.
     const fixed: Array<[string[], Array<[string, string]>]> = [
-      [['a', 'm', 'z'], [['c', 'e'], ['d', 'f']]],
-      [['b', 'c'], [['a', 'bb'], ['ca', 'd']]],
+      [
+        ['a', 'm', 'z'],
+        [
+          ['c', 'e'],
+          ['d', 'f'],
+        ],
+      ],
+      [
+        ['b', 'c'],
+        [
+          ['a', 'bb'],
+          ['ca', 'd'],
+        ],
+      ],
       [['d'], [['a', 'b']]],
     ];
     for (let round = 0; round < 6; round++) {

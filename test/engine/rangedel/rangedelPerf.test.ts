@@ -192,7 +192,11 @@ describe('with range tombstones', () => {
   beforeAll(async () => {
     tdir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-rangedel-perf-t-'));
     const build = async (name: string, tombstones: boolean): Promise<Engine> => {
-      const e = await Engine.open(path.join(tdir, name), { writeBufferSizeBytes: 4 << 20, table: { blockSizeBytes: 4096 }, disableAutoCompactions: true });
+      const e = await Engine.open(path.join(tdir, name), {
+        writeBufferSizeBytes: 4 << 20,
+        table: { blockSizeBytes: 4096 },
+        disableAutoCompactions: true,
+      });
       for (let i = 0; i < KEYS; i += 2) await e.put(key(i), value(i, 0));
       await e.compactRange(); // the points in L1
       if (tombstones) for (let i = 0; i < TOMBSTONES; i++) await e.deleteRange(...gapTombstone(i * 5));

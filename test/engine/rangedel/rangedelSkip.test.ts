@@ -86,7 +86,9 @@ it.each([
   expect(got.skips).toBeGreaterThan(0);
   // 10,000 live keys; the 50,000 deleted ones cost only a few steps per skipped span.
   expect(got.nexts).toBeLessThan(expected.length + 20 * (MAX_SEQUENTIAL_SKIPS + 2));
-  console.log(`tombstone ${flush ? 'in L0' : 'in the memtable'}: ${got.nexts} table steps for ${expected.length} live keys, ${KEYS - expected.length} deleted; ${got.skips} skips`);
+  console.log(
+    `tombstone ${flush ? 'in L0' : 'in the memtable'}: ${got.nexts} table steps for ${expected.length} live keys, ${KEYS - expected.length} deleted; ${got.skips} skips`,
+  );
 
   // Backward over the whole database: the same keys, reversed, and the span skipped too.
   resetPerfContext();
@@ -111,7 +113,17 @@ it.each([
   const reverse: number[] = [];
   for (it.last(); it.valid(); it.prev()) reverse.push(it.key().readUInt32BE(4));
   it.close();
-  const boundedExpected = [DELETE_FROM - 3, DELETE_FROM - 2, DELETE_FROM - 1, 20_000, 20_001, 40_000, DELETE_TO, DELETE_TO + 1, DELETE_TO + 2];
+  const boundedExpected = [
+    DELETE_FROM - 3,
+    DELETE_FROM - 2,
+    DELETE_FROM - 1,
+    20_000,
+    20_001,
+    40_000,
+    DELETE_TO,
+    DELETE_TO + 1,
+    DELETE_TO + 2,
+  ];
   expect(bounded).toEqual(boundedExpected);
   expect(reverse).toEqual([...boundedExpected].reverse());
 });

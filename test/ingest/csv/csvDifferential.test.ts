@@ -65,10 +65,18 @@ function generate(seed: number, corrupt: boolean): Generated {
       let v = '';
       const len = Math.floor(r() * 4);
       for (let k = 0; k < len; k++) v += pick(atoms);
-      const needsQuote = v.includes(delimiter) || v.includes('\n') || v.includes('\r') || (quote !== '' && v.includes(quote)) || (f === 0 && comment !== '' && v.startsWith(comment));
+      const needsQuote =
+        v.includes(delimiter) ||
+        v.includes('\n') ||
+        v.includes('\r') ||
+        (quote !== '' && v.includes(quote)) ||
+        (f === 0 && comment !== '' && v.startsWith(comment));
       if (quote === '') {
         // Without quoting, a field can hold no delimiter and no line end.
-        v = v.split(delimiter).join('').replace(/[\r\n]/g, '');
+        v = v
+          .split(delimiter)
+          .join('')
+          .replace(/[\r\n]/g, '');
         if (f === 0 && comment !== '' && v.startsWith(comment)) v = `x${v}`;
       } else if (needsQuote || r() < 0.2) {
         v = quote + v.split(quote).join(quote + quote) + quote;
@@ -85,8 +93,10 @@ function generate(seed: number, corrupt: boolean): Generated {
         corruptLine = recordLines[recordLines.length - 1];
         corruptKind = kind;
       }
-      if (kind === 0) line = `a${quote}b${delimiter}${line}`; // quote inside an unquoted field
-      else if (kind === 1) line = `${quote}a${quote}x${delimiter}${line}`; // bytes after a closing quote
+      if (kind === 0)
+        line = `a${quote}b${delimiter}${line}`; // quote inside an unquoted field
+      else if (kind === 1)
+        line = `${quote}a${quote}x${delimiter}${line}`; // bytes after a closing quote
       else line = `${line}${delimiter}${quote}never closed`; // unterminated quote
     }
     const last = i === nRecords - 1 && r() < 0.3;

@@ -100,10 +100,21 @@ describe('Block and BlockIterator', () => {
     const rand = prng(12);
     const all = randomEntries(rand, 300);
     // With a global seqno every version of a key would present the same sequence: one per key.
-    const onePerKey = all.filter((e, i) => i === 0 || compareByteRanges(userKeyOf(all[i - 1].key), 0, userKeyOf(all[i - 1].key).length, userKeyOf(e.key), 0, userKeyOf(e.key).length) !== 0);
-    for (const [entries, globalSeqno] of [[all, -1], [onePerKey, 7]] as Array<[Entry[], number]>) {
+    const onePerKey = all.filter(
+      (e, i) =>
+        i === 0 ||
+        compareByteRanges(userKeyOf(all[i - 1].key), 0, userKeyOf(all[i - 1].key).length, userKeyOf(e.key), 0, userKeyOf(e.key).length) !==
+          0,
+    );
+    for (const [entries, globalSeqno] of [
+      [all, -1],
+      [onePerKey, 7],
+    ] as Array<[Entry[], number]>) {
       // The keys as presented (the global seqno in their trailers): the model to search.
-      const presented = entries.map((e) => ({ key: globalSeqno < 0 ? e.key : makeInternalKey(userKeyOf(e.key), globalSeqno, typeOf(e.key)), value: e.value }));
+      const presented = entries.map((e) => ({
+        key: globalSeqno < 0 ? e.key : makeInternalKey(userKeyOf(e.key), globalSeqno, typeOf(e.key)),
+        value: e.value,
+      }));
       for (const interval of [1, 3, 16]) {
         const contents = buildBlock(entries, interval);
         for (let walk = 0; walk < 20; walk++) {
@@ -134,9 +145,10 @@ describe('Block and BlockIterator', () => {
   test.each([
     [14, 'within one restart interval of 16'],
     [40, 'across three restart intervals: once more per restart entry, which stores the whole key, and no restart search'],
-  ])('a seek past a key\'s %i versions compares that user key once per restart interval, not once per version (%s)', (versions) => {
+  ])("a seek past a key's %i versions compares that user key once per restart interval, not once per version (%s)", (versions) => {
     const entries: Entry[] = [];
-    for (let v = versions; v >= 1; v--) entries.push({ key: makeInternalKey(Buffer.from('key-a'), v, ValueType.Value), value: Buffer.alloc(130, 0x61) });
+    for (let v = versions; v >= 1; v--)
+      entries.push({ key: makeInternalKey(Buffer.from('key-a'), v, ValueType.Value), value: Buffer.alloc(130, 0x61) });
     entries.push({ key: makeInternalKey(Buffer.from('key-b'), 1, ValueType.Value), value: Buffer.from('b') });
     const contents = buildBlock(entries, 16);
     const target = makeInternalKey(Buffer.from('key-b'), MAX_SEQUENCE_NUMBER, ValueType.Seek);
@@ -159,7 +171,11 @@ describe('Block and BlockIterator', () => {
   test('a search does not compare again the restart it already found above the target', () => {
     // Restart interval 1, as in index blocks: every entry is a restart point.
     const keys: Entry[] = [];
-    for (let k = 0; k < 64; k++) keys.push({ key: makeInternalKey(Buffer.from(`key-${String(k * 2).padStart(3, '0')}`), 1, ValueType.Value), value: Buffer.from('v') });
+    for (let k = 0; k < 64; k++)
+      keys.push({
+        key: makeInternalKey(Buffer.from(`key-${String(k * 2).padStart(3, '0')}`), 1, ValueType.Value),
+        value: Buffer.from('v'),
+      });
     const contents = buildBlock(keys, 1);
     const between = (k: number): Buffer => makeInternalKey(Buffer.from(`key-${String(k * 2 + 1).padStart(3, '0')}`), 1, ValueType.Value);
     // Full seeks: a binary search over 64 restarts probes at most ceil(log2(65)) = 7 of them,
@@ -175,7 +191,11 @@ describe('Block and BlockIterator', () => {
     expect(most).toBeLessThanOrEqual(7);
     // trySeekUsingNext without steps (index blocks): the current key, then the gallop's first
     // probe, which is the answer.
-    const index = new BlockIterator(Block.parse(contents, 'test.sst', 0), { order: compareInternalKeyRanges, internalKeys: true, trySeekSteps: 0 });
+    const index = new BlockIterator(Block.parse(contents, 'test.sst', 0), {
+      order: compareInternalKeyRanges,
+      internalKeys: true,
+      trySeekSteps: 0,
+    });
     index.first();
     for (let k = 0; k < 63; k++) {
       resetPerfContext();
@@ -185,14 +205,20 @@ describe('Block and BlockIterator', () => {
     }
   });
 
-  test('seeks past a key\'s versions rebuild a next key that shares bytes of the last version\'s trailer', () => {
+  test("seeks past a key's versions rebuild a next key that shares bytes of the last version's trailer", () => {
     // "ab" at seqs 300, 200, 100, then user key "ab" 01 64 07, which shares "ab" 01 64 with the
     // internal key ("ab", 100, Put) before it: the scan must keep that version's trailer bytes
     // even though it steps over the versions without comparing them.
     const a = Buffer.from('ab');
     const b = Buffer.concat([a, Buffer.from([ValueType.Value, 100, 7])]);
-    const entries: Entry[] = [300, 200, 100].map((seq) => ({ key: makeInternalKey(a, seq, ValueType.Value), value: Buffer.from(`v${seq}`) }));
-    entries.push({ key: makeInternalKey(b, 50, ValueType.Value), value: Buffer.from('b') }, { key: makeInternalKey(Buffer.from('zz'), 1, ValueType.Value), value: Buffer.from('z') });
+    const entries: Entry[] = [300, 200, 100].map((seq) => ({
+      key: makeInternalKey(a, seq, ValueType.Value),
+      value: Buffer.from(`v${seq}`),
+    }));
+    entries.push(
+      { key: makeInternalKey(b, 50, ValueType.Value), value: Buffer.from('b') },
+      { key: makeInternalKey(Buffer.from('zz'), 1, ValueType.Value), value: Buffer.from('z') },
+    );
     const contents = buildBlock(entries, 16);
     const target = makeInternalKey(b, MAX_SEQUENCE_NUMBER, ValueType.Seek);
     const full = dataIterator(contents);

@@ -8,7 +8,8 @@ import { BlockCache } from '../../../src/sstable/reader/blockCache';
 import { perf, resetPerfContext } from '../../../src/base/perfContext';
 
 describe('BlockCache', () => {
-  const blockOf = (bytes: number): Block => Block.parse(Buffer.concat([Buffer.alloc(bytes - 8), Buffer.from([0, 0, 0, 0, 0, 0, 0, 0])]), 'c.sst', 0);
+  const blockOf = (bytes: number): Block =>
+    Block.parse(Buffer.concat([Buffer.alloc(bytes - 8), Buffer.from([0, 0, 0, 0, 0, 0, 0, 0])]), 'c.sst', 0);
 
   test('hits are counted; least recently released entries are evicted first; pinned ones never', () => {
     const cache = new BlockCache(3 * 1128);

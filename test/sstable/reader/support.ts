@@ -71,7 +71,10 @@ export function randomEntries(rand: () => number, userKeys: number): Entry[] {
     for (let v = 0; v < versions; v++) {
       const seq = 1 + Math.floor(rand() * 1000);
       const type = rand() < 0.8 ? ValueType.Value : rand() < 0.5 ? ValueType.Deletion : ValueType.Merge;
-      out.push({ key: makeInternalKey(u, seq, type), value: type === ValueType.Deletion ? Buffer.alloc(0) : randomBytes(rand, Math.floor(rand() * 40), 26) });
+      out.push({
+        key: makeInternalKey(u, seq, type),
+        value: type === ValueType.Deletion ? Buffer.alloc(0) : randomBytes(rand, Math.floor(rand() * 40), 26),
+      });
     }
   }
   out.sort((a, b) => compareInternal(a.key, b.key));
@@ -125,7 +128,10 @@ export interface Fixture {
   properties: { numeric: Record<string, number>; string: Record<string, string> };
 }
 
-export const fixtureNames = fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
+export const fixtureNames = fs
+  .readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 export const loadFixture = (name: string): Fixture => JSON.parse(fs.readFileSync(path.join(FIXTURES, name), 'utf8')) as Fixture;
 
 export function scan(reader: TableReader): [string, number, number, string][] {
@@ -155,7 +161,10 @@ export function rewriteProperties(outDir: string, fixture: string, outName: stri
   const handles = new Map<string, { offset: number; size: number }>();
   for (metaIt.first(); metaIt.valid(); metaIt.next()) handles.set(metaIt.key().toString('latin1'), readBlockHandle(metaIt.value(), 0));
   const propsHandle = handles.get(META_PROPERTIES) as { offset: number; size: number };
-  const propsIt = new BlockIterator(Block.parse(Buffer.from(bytes.subarray(propsHandle.offset, propsHandle.offset + propsHandle.size)), fixture, 0), { order: compareByteRanges });
+  const propsIt = new BlockIterator(
+    Block.parse(Buffer.from(bytes.subarray(propsHandle.offset, propsHandle.offset + propsHandle.size)), fixture, 0),
+    { order: compareByteRanges },
+  );
   const map = new Map<string, Buffer>();
   for (propsIt.first(); propsIt.valid(); propsIt.next()) map.set(propsIt.key().toString('utf8'), Buffer.from(propsIt.value()));
   mutate(map);
@@ -176,7 +185,14 @@ export function rewriteProperties(outDir: string, fixture: string, outName: stri
   const meta = new MetaindexBuilder();
   for (const [name, handle] of handles) meta.add(name, handle);
   const metaindexHandle = appendBlock(meta.finish());
-  parts.push(encodeFooter({ checksumType: footer.checksumType, metaindexHandle, indexHandle: footer.indexHandle, formatVersion: footer.formatVersion }));
+  parts.push(
+    encodeFooter({
+      checksumType: footer.checksumType,
+      metaindexHandle,
+      indexHandle: footer.indexHandle,
+      formatVersion: footer.formatVersion,
+    }),
+  );
   const out = path.join(outDir, outName);
   fs.writeFileSync(out, Buffer.concat(parts));
   return out;
@@ -193,7 +209,8 @@ export function partitionIndex(outDir: string, fixture: string, outName: string,
   const reader = TableReader.open(source);
   const separators: { key: Buffer; handle: Buffer }[] = [];
   const index = reader.newIndexIterator();
-  for (index.first(); index.valid(); index.next()) separators.push({ key: Buffer.from(index.key()), handle: encodeBlockHandle({ offset: index.handleOffset, size: index.handleSize }) });
+  for (index.first(); index.valid(); index.next())
+    separators.push({ key: Buffer.from(index.key()), handle: encodeBlockHandle({ offset: index.handleOffset, size: index.handleSize }) });
   const checksumType = reader.footer.checksumType;
   const formatVersion = reader.footer.formatVersion;
   reader.close();
@@ -221,7 +238,18 @@ export function partitionIndex(outDir: string, fixture: string, outName: string,
   }
   const topHandle = appendBlock(Buffer.from(top.finish()));
   const indexTail = path.join(outDir, `${outName}.tail`);
-  fs.writeFileSync(indexTail, Buffer.concat([...parts, encodeFooter({ checksumType, metaindexHandle: decodeFooter(bytes.subarray(bytes.length - FOOTER_BYTES), bytes.length, fixture).metaindexHandle, indexHandle: topHandle, formatVersion })]));
+  fs.writeFileSync(
+    indexTail,
+    Buffer.concat([
+      ...parts,
+      encodeFooter({
+        checksumType,
+        metaindexHandle: decodeFooter(bytes.subarray(bytes.length - FOOTER_BYTES), bytes.length, fixture).metaindexHandle,
+        indexHandle: topHandle,
+        formatVersion,
+      }),
+    ]),
+  );
   // Now point the properties at the new index type (reusing rewriteProperties on the new file).
   return rewriteProperties(outDir, indexTail, outName, (map) => {
     const type = Buffer.alloc(4);

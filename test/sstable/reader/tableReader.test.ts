@@ -53,7 +53,9 @@ describe('TableReader on RocksDB-written files', () => {
       for (it.last(); it.valid(); it.prev()) backward.push(userKeyOf(it.key()).toString('hex') + '@' + sequenceOf(it.key()));
       expect(backward.reverse()).toEqual(fx.entries.map((e) => e[0] + '@' + e[1]));
       it.close();
-      expect(reader.rangeTombstones().map((t) => ({ startHex: t.start.toString('hex'), endHex: t.end.toString('hex'), seq: t.seq }))).toEqual(fx.rangeTombstones);
+      expect(
+        reader.rangeTombstones().map((t) => ({ startHex: t.start.toString('hex'), endHex: t.end.toString('hex'), seq: t.seq })),
+      ).toEqual(fx.rangeTombstones);
       for (const [userHex, seq, type, valueHex] of fx.entries) {
         const userKey = Buffer.from(userHex, 'hex');
         expect(reader.keyMayMatch(userKey)).toBe(true);
@@ -191,7 +193,8 @@ describe('corrupted and unsupported files', () => {
       const expected = readAll(source);
       const seqnoRange = globalSeqnoValueRange(original);
       const rand = prng(original.length);
-      const positions = original.length <= 1200 ? [...Array(original.length).keys()] : [...Array(500)].map(() => Math.floor(rand() * original.length));
+      const positions =
+        original.length <= 1200 ? [...Array(original.length).keys()] : [...Array(500)].map(() => Math.floor(rand() * original.length));
       const damaged = path.join(tmpDir(), `damaged-${name}`);
       let detected = 0;
       for (const pos of positions) {
@@ -235,12 +238,18 @@ describe('corrupted and unsupported files', () => {
       type.writeUInt32LE(3, 0); // kBinarySearchWithFirstKey
       map.set(Prop.IndexType, type);
     });
-    expect(() => TableReader.open(file)).toThrow(expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/first-key-index\.sst: index type 3/) }));
+    expect(() => TableReader.open(file)).toThrow(
+      expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/first-key-index\.sst: index type 3/) }),
+    );
   });
 
   test('compressions other than None/LZ4 are NOT_SUPPORTED, by property and by block type', () => {
-    const byProperty = rewriteProperties(tmpDir(), 'fv5_xxh3_none_bloom.sst', 'zstd.sst', (map) => map.set(Prop.Compression, Buffer.from('ZSTD')));
-    expect(() => TableReader.open(byProperty)).toThrow(expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/ZSTD/) }));
+    const byProperty = rewriteProperties(tmpDir(), 'fv5_xxh3_none_bloom.sst', 'zstd.sst', (map) =>
+      map.set(Prop.Compression, Buffer.from('ZSTD')),
+    );
+    expect(() => TableReader.open(byProperty)).toThrow(
+      expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/ZSTD/) }),
+    );
 
     // A data block whose trailer says Snappy (checksum recomputed, so only the type is "wrong").
     const bytes = fs.readFileSync(path.join(FIXTURES, 'fv5_xxh3_none_bloom.sst'));
@@ -251,16 +260,23 @@ describe('corrupted and unsupported files', () => {
     const checksumType = reader.footer.checksumType;
     reader.close();
     bytes[handleOffset + handleSize] = CompressionType.Snappy;
-    bytes.writeUInt32LE(computeBlockChecksum(checksumType, bytes, handleOffset, handleOffset + handleSize, CompressionType.Snappy), handleOffset + handleSize + 1);
+    bytes.writeUInt32LE(
+      computeBlockChecksum(checksumType, bytes, handleOffset, handleOffset + handleSize, CompressionType.Snappy),
+      handleOffset + handleSize + 1,
+    );
     const snappy = path.join(tmpDir(), 'snappy-block.sst');
     fs.writeFileSync(snappy, bytes);
     const r = TableReader.open(snappy);
-    expect(() => scan(r)).toThrow(expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/snappy-block\.sst.*Snappy/) }));
+    expect(() => scan(r)).toThrow(
+      expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/snappy-block\.sst.*Snappy/) }),
+    );
     r.close();
   });
 
   test('a comparator other than bytewise is NOT_SUPPORTED', () => {
-    const file = rewriteProperties(tmpDir(), 'fv5_xxh3_none_bloom.sst', 'reverse.sst', (map) => map.set(Prop.Comparator, Buffer.from('rocksdb.ReverseBytewiseComparator')));
+    const file = rewriteProperties(tmpDir(), 'fv5_xxh3_none_bloom.sst', 'reverse.sst', (map) =>
+      map.set(Prop.Comparator, Buffer.from('rocksdb.ReverseBytewiseComparator')),
+    );
     expect(() => TableReader.open(file)).toThrow(expect.objectContaining({ code: 'NOT_SUPPORTED' }));
   });
 });
@@ -276,7 +292,13 @@ describe('TableIterator', () => {
     const rand = prng(2024);
     entries = randomEntries(rand, 1500);
     file = path.join(tmpDir(), 'iter.sst');
-    const writer = new TableFileWriter(file, { blockSizeBytes: 256, compression: CompressionType.LZ4, bloomBitsPerKey: 10, formatVersion: 5, indexBlockRestartInterval: 2 });
+    const writer = new TableFileWriter(file, {
+      blockSizeBytes: 256,
+      compression: CompressionType.LZ4,
+      bloomBitsPerKey: 10,
+      formatVersion: 5,
+      indexBlockRestartInterval: 2,
+    });
     for (const e of entries) writer.add(e.key, e.value);
     writer.addRangeTombstone(Buffer.from('b'), Buffer.from('c'), 500);
     numDataBlocks = writer.finish().numDataBlocks;
@@ -308,7 +330,9 @@ describe('TableIterator', () => {
       const a = userKeyOf(entries[Math.floor(rand() * entries.length)].key);
       const b = userKeyOf(entries[Math.floor(rand() * entries.length)].key);
       const [lower, upper] = Buffer.compare(a, b) <= 0 ? [a, b] : [b, a];
-      const expected = entries.filter((e) => Buffer.compare(userKeyOf(e.key), lower) >= 0 && Buffer.compare(userKeyOf(e.key), upper) < 0).map((e) => e.key.toString('hex'));
+      const expected = entries
+        .filter((e) => Buffer.compare(userKeyOf(e.key), lower) >= 0 && Buffer.compare(userKeyOf(e.key), upper) < 0)
+        .map((e) => e.key.toString('hex'));
       const it = reader.newIterator({ lowerBound: lower, upperBound: upper });
       expect(keysOf(it, true)).toEqual(expected);
       expect(keysOf(it, false)).toEqual(expected.slice().reverse());
@@ -372,7 +396,8 @@ describe('TableIterator', () => {
   test('a trySeekUsingNext seek into a later block whose answer is near its start searches it forward, not from scratch', () => {
     // Restart interval 1: a full search of a block is a binary search over its ~50 entries.
     const small: Entry[] = [];
-    for (let k = 0; k < 2000; k++) small.push({ key: makeInternalKey(Buffer.from(`key-${String(k).padStart(5, '0')}`), 1, ValueType.Value), value: Buffer.from('v') });
+    for (let k = 0; k < 2000; k++)
+      small.push({ key: makeInternalKey(Buffer.from(`key-${String(k).padStart(5, '0')}`), 1, ValueType.Value), value: Buffer.from('v') });
     const smallFile = path.join(tmpDir(), 'restart-interval-1.sst');
     const writer = new TableFileWriter(smallFile, { blockSizeBytes: 1024, blockRestartInterval: 1 });
     for (const e of small) writer.add(e.key, e.value);
@@ -408,7 +433,10 @@ describe('TableIterator', () => {
       targets.push(rand() < 0.5 ? entries[i].key : makeInternalKey(userKeyOf(entries[i].key), 0, ValueType.Seek));
       i += 1 + Math.floor(rand() * (rand() < 0.1 ? 200 : 4));
     }
-    targets.push(makeInternalKey(Buffer.from('zzzzzzzzzzzzzzzzzz'), 0, ValueType.Seek), makeInternalKey(Buffer.from('zzzzzzzzzzzzzzzzzzz'), 0, ValueType.Seek));
+    targets.push(
+      makeInternalKey(Buffer.from('zzzzzzzzzzzzzzzzzz'), 0, ValueType.Seek),
+      makeInternalKey(Buffer.from('zzzzzzzzzzzzzzzzzzz'), 0, ValueType.Seek),
+    );
     targets.sort(compareInternal); // the trySeekUsingNext contract: targets never go backwards
     const plain = reader.newIterator();
     resetPerfContext();
@@ -437,10 +465,15 @@ describe('TableIterator', () => {
     const many: Entry[] = [];
     for (let k = 0; k < 60; k++) {
       const user = Buffer.from(`user-${String(k).padStart(3, '0')}`);
-      for (let v = 40; v >= 1; v--) many.push({ key: makeInternalKey(user, k * 100 + v, ValueType.Value), value: Buffer.alloc(v % 7, 0x61 + (k % 26)) });
+      for (let v = 40; v >= 1; v--)
+        many.push({ key: makeInternalKey(user, k * 100 + v, ValueType.Value), value: Buffer.alloc(v % 7, 0x61 + (k % 26)) });
     }
     const rand = prng(31);
-    for (const [formatVersion, indexBlockRestartInterval] of [[3, 4], [5, 4], [5, 1]]) {
+    for (const [formatVersion, indexBlockRestartInterval] of [
+      [3, 4],
+      [5, 4],
+      [5, 1],
+    ]) {
       const manyFile = path.join(tmpDir(), `many-versions-fv${formatVersion}-${indexBlockRestartInterval}.sst`);
       const writer = new TableFileWriter(manyFile, { blockSizeBytes: 256, formatVersion, indexBlockRestartInterval });
       for (const e of many) writer.add(e.key, e.value);
@@ -457,7 +490,8 @@ describe('TableIterator', () => {
           if (pos >= many.length) break;
           // The next user key (past this one's versions), a version a few entries on, or far on.
           const r = rand();
-          const ahead = many[Math.min(many.length - 1, pos + (r < 0.4 ? 40 : r < 0.7 ? Math.floor(rand() * 8) : Math.floor(rand() * 400)))].key;
+          const ahead =
+            many[Math.min(many.length - 1, pos + (r < 0.4 ? 40 : r < 0.7 ? Math.floor(rand() * 8) : Math.floor(rand() * 400)))].key;
           let target = rand() < 0.5 ? ahead : makeInternalKey(userKeyOf(ahead), MAX_SEQUENCE_NUMBER, ValueType.Seek);
           if (compareInternal(target, many[pos].key) < 0) target = many[pos].key;
           it.seekGE(target, { trySeekUsingNext: true });
