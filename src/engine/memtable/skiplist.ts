@@ -35,7 +35,7 @@ const HEAD = 0;
 const HEADER_WORDS = 3;
 const INITIAL_ARENA_BYTES = 16 * 1024;
 /** Node offsets are kept in u32 words and compared as numbers; stay well inside that. */
-const MAX_ARENA_BYTES = 2 ** 31;
+export const MAX_ARENA_BYTES = 2 ** 31;
 
 export class SkipList {
   private bytes: Buffer;
