@@ -6,10 +6,31 @@
  * turn failures into IngestError('IO') naming the path.
  */
 import * as fs from 'fs';
+import * as fsp from 'fs/promises';
 import { IngestError } from '../util/errors';
 
 export function ioError(what: string, path: string, err: unknown): IngestError {
   return new IngestError('IO', `${what} ${path}: ${(err as Error).message}`, { cause: err });
+}
+
+/**
+ * syncDir on the thread pool: the same guarantee once it resolves, without holding the event loop
+ * for the fsync (tens of milliseconds on a busy disk, while the journal commits).
+ */
+export async function syncDirAsync(dir: string): Promise<void> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(dir, 'r');
+  } catch (err) {
+    throw ioError('cannot open directory', dir, err);
+  }
+  try {
+    await handle.sync();
+  } catch (err) {
+    throw ioError('fsync failed for directory', dir, err);
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Makes the directory's entries (creations, renames, deletions) durable. */

@@ -42,13 +42,14 @@
  * running engine. close() flushes nothing: it stops a running flush (its partial file is
  * deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
  */
+import { setImmediate as yieldToEventLoop } from 'timers/promises';
 import { IngestError, assert } from '../util/errors';
 import { SeekKeyBuilder, ValueType, formatKey } from '../base/internalKey';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
 import { BlockCache } from '../sstable/reader/blockCache';
 import { DbLock } from './lockFile';
 import { logFileName, tableFileName } from './fileNames';
-import { removeIfExists, syncDir } from './durableFs';
+import { removeIfExists, syncDir, syncDirAsync } from './durableFs';
 import { LogWriter } from './wal/logWriter';
 import { WriteBatch, WriteBatchVisitor, iterateRecords } from './writeBatch';
 import { MemtableInserter } from './walReplay';
@@ -301,6 +302,15 @@ export class Engine {
   /** Finds the first latch a batch's records run into (reused: no allocation per write). */
   private readonly batchLatchProbe = new BatchLatchProbe(this.latches);
 
+  /**
+   * The newest WAL's directory entry may not be durable yet: a memtable switch syncs the directory
+   * on the thread pool, and a synced write that comes first syncs it itself before it is
+   * acknowledged (commit). The generation tells a finished sync whether a newer WAL came since.
+   */
+  private walDirPending = false;
+  private walDirGeneration = 0;
+  private walDirSyncing: Promise<void> = Promise.resolve();
+
   private readonly inserter = new MemtableInserter();
   private readonly scratchBatch = new WriteBatch();
   private readonly lookup: LookupValue = { value: null, seq: 0 };
@@ -389,6 +399,7 @@ export class Engine {
     if (this.flushRunning !== null) await this.flushRunning;
     // A running compaction stops at its next slice and deletes its partial outputs.
     await this.compactions.idle();
+    await this.settleBackgroundFileWork();
     try {
       this.wal.sync();
     } finally {
@@ -858,10 +869,16 @@ export class Engine {
   private commit(batch: WriteBatch, opts: WriteOptions | undefined): number {
     this.checkWritable();
     if (batch.count === 0) return this.versions.lastSequence;
+    const sync = opts?.sync ?? this.syncByDefault;
+    if (sync && this.walDirPending) {
+      // The WAL's name must be durable before a synced write in it is acknowledged.
+      syncDir(this.dir);
+      this.walDirPending = false;
+    }
     const seq = this.versions.lastSequence + 1;
     batch.setSequence(seq);
     this.wal.addRecord(batch.encoded());
-    if (opts?.sync ?? this.syncByDefault) this.wal.sync();
+    if (sync) this.wal.sync();
     this.inserter.mem = this.mem;
     iterateRecords(batch.encoded(), seq, this.inserter, { file: this.wal.path, offset: 0 });
     this.versions.lastSequence = seq + batch.count - 1;
@@ -872,14 +889,29 @@ export class Engine {
   private switchMemtable(): void {
     const walNumber = this.versions.newFileNumber();
     const wal = LogWriter.create(logFileName(this.dir, walNumber));
-    // The new WAL's name must be durable before a synced write in it is acknowledged.
-    syncDir(this.dir);
+    this.syncWalDirInBackground();
     this.wal.close();
     this.wal = wal;
     this.liveLogNumbers.push(walNumber);
     this.imms.push({ mem: this.mem, logNumberAfterFlush: walNumber });
     this.mem = new Memtable({ initialArenaBytes: this.initialArenaBytes });
     this.scheduleFlush();
+  }
+
+  /** See walDirPending: the new WAL's name is made durable on the thread pool. */
+  private syncWalDirInBackground(): void {
+    this.walDirPending = true;
+    const generation = ++this.walDirGeneration;
+    this.walDirSyncing = this.walDirSyncing
+      .then(() => syncDirAsync(this.dir))
+      .then(
+        () => {
+          if (this.walDirGeneration === generation) this.walDirPending = false;
+        },
+        (err: unknown) => {
+          if (this.backgroundError === null) this.backgroundError = err as Error;
+        },
+      );
   }
 
   private scheduleFlush(): void {
@@ -894,6 +926,9 @@ export class Engine {
 
   /** Flushes immutable memtables oldest first until none is left (or the engine closes). */
   private async runFlushes(): Promise<void> {
+    // Start on the next turn: the switch that scheduled this flush runs inside a writer's call,
+    // and the flush's first slice (opening the table, its first entries) would hold that writer.
+    await yieldToEventLoop();
     try {
       while (this.imms.length > 0 && !this.closing) {
         const imm = this.imms[0];
@@ -941,6 +976,11 @@ export class Engine {
     while (this.liveLogNumbers.length > 0 && this.liveLogNumbers[0] < keepFrom) {
       removeIfExists(logFileName(this.dir, this.liveLogNumbers.shift() as number));
     }
+  }
+
+  /** Waits for the newest WAL's directory sync on the thread pool. */
+  private async settleBackgroundFileWork(): Promise<void> {
+    await this.walDirSyncing;
   }
 
   private deleteObsoleteTable(fileNumber: number): void {
