@@ -28,7 +28,8 @@
  * step 4, still under the latch, and must lie inside the span (asserted: a rewrite only drops
  * keys).
  */
-import { assert } from '../../util/errors';
+import { IngestError } from '../../util/errors';
+import { describeSpan } from '../spanLatches';
 import type { Snapshot } from '../engine';
 import { UserKeyRange, userKeyRangesOverlap } from '../runningCompactions';
 import { ExternalFileInfo } from './externalFile';
@@ -116,12 +117,18 @@ async function chosenInfos(
   const fresh = paths.filter((p) => !byPath.has(p));
   const freshInfos = fresh.length === 0 ? [] : await inspectAll(fresh, { ...opts, replaceRange: undefined });
   for (const f of freshInfos) {
-    assert(withinSpan(f.range, span), `a file the check chose (${f.path}) lies inside the latched span`);
+    // The latch covers the inspected files' span only: a file reaching past it could meet writes.
+    if (!withinSpan(f.range, span))
+      throw new IngestError('INVALID_ARGUMENT', `the check chose ${f.path}, which reaches outside the latched span ${describeSpan(span)}`);
     byPath.set(f.path, f);
   }
-  const out = paths.map((p) => byPath.get(p) as ExternalFileInfo);
+  const out = [...new Set(paths)].map((p) => byPath.get(p) as ExternalFileInfo);
   out.sort((a, b) => compareUserKeys(a.range.smallest, b.range.smallest));
-  for (let i = 1; i < out.length; i++) assert(!userKeyRangesOverlap(out[i - 1].range, out[i].range), 'chosen files do not overlap');
+  for (let i = 1; i < out.length; i++) {
+    if (userKeyRangesOverlap(out[i - 1].range, out[i].range)) {
+      throw new IngestError('INVALID_ARGUMENT', `the check chose overlapping files: ${out[i - 1].path} and ${out[i].path}`);
+    }
+  }
   return out;
 }
 
