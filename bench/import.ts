@@ -24,7 +24,7 @@
  * putting into the same engine meanwhile:
  *   node dist/bench/import.js --into-db [--existing-rows N (1000000)] [--rows N (1000000)]
  *          [--overlap F (0.1)] [--recent-puts N (10000)] [--on-conflict overwrite|abort|skip]
- *          [--busy-writer] [--writer-keys inside|outside] [--busy-seconds S (2)]
+ *          [--busy-writer] [--writer-keys inside|outside] [--busy-seconds S (2)] [--busy-runs N (1)]
  *          [--memory-limit SIZE] [--threads N] [--merge-threads N] [--compression lz4|none]
  *          [--data-dir DIR] [--json]
  */
@@ -58,6 +58,8 @@ interface Args {
   busyWriter: boolean;
   writerKeys: 'inside' | 'outside';
   busySeconds: number;
+  /** --into-db --busy-writer: repeat the busy run and its idle twin this many times (medians printed). */
+  busyRuns: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -78,6 +80,7 @@ function parseArgs(argv: string[]): Args {
     busyWriter: false,
     writerKeys: 'inside',
     busySeconds: 2,
+    busyRuns: 1,
   };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
@@ -116,6 +119,9 @@ function parseArgs(argv: string[]): Args {
     } else if (k === '--busy-seconds') {
       a.busySeconds = Number(v());
       if (!(a.busySeconds > 0)) throw new Error('--busy-seconds needs a positive number');
+    } else if (k === '--busy-runs') {
+      a.busyRuns = Number(v());
+      if (!(Number.isInteger(a.busyRuns) && a.busyRuns >= 1 && a.busyRuns <= 20)) throw new Error('--busy-runs needs an integer in 1..20');
     } else throw new Error(`unknown argument ${k}`);
   }
   return a;
@@ -440,6 +446,23 @@ async function main(): Promise<void> {
   }
 }
 
+/** Medians over repeated busy runs: the writer's share of its idle twin's rate, and its longest stalls. */
+function busyRunsSummary(reports: ReadonlyArray<Awaited<ReturnType<typeof runIntoDb>>>): string[] {
+  const busy = reports.flatMap((r) => (r.busy === null ? [] : [r.busy]));
+  if (busy.length === 0) return [];
+  const median = (xs: number[]): number => {
+    const s = [...xs].sort((x, y) => x - y);
+    return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  const kept = busy.map((b) => (100 * b.writesPerSecondDuringImport) / b.idleTwin.writesPerSecondInWindow);
+  const stalls = busy.map((b) => b.longestGapMsDuringImport);
+  const twinStalls = busy.map((b) => b.idleTwin.longestGapMsInWindow);
+  return [
+    `over ${busy.length} runs (writer ${busy[0].writerKeys} the span): kept of the idle twin's rate ${kept.map((k) => k.toFixed(1)).join(' ')}% (median ${median(kept).toFixed(1)}%);` +
+      ` longest stall ${stalls.join(' ')} ms (median ${median(stalls)} ms, worst ${Math.max(...stalls)} ms); idle twin's ${twinStalls.join(' ')} ms`,
+  ];
+}
+
 /** --into-db: bench/import-into-db.ts on the default CSV (last night) and a shifted one (tonight). */
 async function intoDb(a: Args): Promise<void> {
   const importRows = a.rows ?? 1_000_000;
@@ -450,36 +473,42 @@ async function intoDb(a: Args): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-into-db-'));
   const loadBefore = loadAverage();
   try {
-    const report = await runIntoDb({
-      existingCsv,
-      existingRows: a.existingRows,
-      importCsv,
-      importRows,
-      importFirstId,
-      recentPuts: a.recentPuts,
-      onConflict: a.onConflict,
-      busyWriter: a.busyWriter,
-      writerKeys: a.writerKeys,
-      busySeconds: a.busySeconds,
-      importOptions: {
-        inputs: [],
-        dialect: { delimiter: '|' },
-        header: true,
-        key: 't_id:int64',
-        valueFormat: 'raw',
-        memoryLimitBytes: parseSize(a.memoryLimit),
-        parseThreads: a.threads,
-        mergeThreads: a.mergeThreads,
-        sstOptions: { compression: a.compression === 'none' ? 0 : 4 },
-      },
-      workDir: work,
-    });
+    const reports = [];
+    for (let run = 0; run < a.busyRuns; run++) {
+      const report = await runIntoDb({
+        existingCsv,
+        existingRows: a.existingRows,
+        importCsv,
+        importRows,
+        importFirstId,
+        recentPuts: a.recentPuts,
+        onConflict: a.onConflict,
+        busyWriter: a.busyWriter,
+        writerKeys: a.writerKeys,
+        busySeconds: a.busySeconds,
+        importOptions: {
+          inputs: [],
+          dialect: { delimiter: '|' },
+          header: true,
+          key: 't_id:int64',
+          valueFormat: 'raw',
+          memoryLimitBytes: parseSize(a.memoryLimit),
+          parseThreads: a.threads,
+          mergeThreads: a.mergeThreads,
+          sstOptions: { compression: a.compression === 'none' ? 0 : 4 },
+        },
+        workDir: work,
+      });
+      reports.push(report);
+    }
+    const report = reports[0];
     const loadAfter = loadAverage();
     if (a.json) {
       process.stdout.write(`${JSON.stringify({ ...report, loadAverage: { before: loadBefore, after: loadAfter } })}\n`);
       return;
     }
-    const lines = formatIntoDb(report);
+    const lines = reports.flatMap((r, i) => [...(reports.length > 1 ? [`--- run ${i + 1} of ${reports.length}`] : []), ...formatIntoDb(r)]);
+    if (reports.length > 1) lines.push(...busyRunsSummary(reports));
     lines.push(`load average ${loadBefore} before, ${loadAfter} after (other processes skew the figures)`);
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
