@@ -113,8 +113,7 @@ export interface EngineOptions extends CompactionOptions {
   latchWaitTimeoutMs?: number;
 }
 
-/** Default EngineOptions.latchWaitTimeoutMs: longer than any check + ingest step of a nightly load. */
-export const DEFAULT_LATCH_WAIT_TIMEOUT_MS = 60_000;
+export { DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './spanLatches';
 
 export interface WriteOptions {
   /** fdatasync the WAL before the write returns. */
@@ -159,7 +158,7 @@ export interface EngineStats {
   delayedWrites: number;
   writeDelayMs: number;
   compaction: CompactionStats;
-  /** Span latches (spanLatches.ts): held now, writes that waited on one, waits that timed out. */
+  /** Span latches (spanLatches.ts): held now, waits of writes on one, waits that timed out. */
   latches: { held: number; writesDelayed: number; timeouts: number };
 }
 
@@ -319,7 +318,7 @@ export class Engine {
   private readonly seekKeys = new SeekKeyBuilder();
 
   /** Engine.open builds the engine on what recovery left (open.ts). */
-  private constructor(recovered: RecoveredEngine, compactionOptions: EngineOptions) {
+  private constructor(recovered: RecoveredEngine, compactionOptions: CompactionOptions) {
     const dir = recovered.dir;
     const tableCache = recovered.tableCache;
     this.dir = dir;
@@ -336,7 +335,7 @@ export class Engine {
     this.wal = recovered.wal;
     this.liveLogNumbers = recovered.liveLogNumbers;
     this.recovery = recovered.report;
-    this.latchWaitTimeoutMs = compactionOptions.latchWaitTimeoutMs ?? DEFAULT_LATCH_WAIT_TIMEOUT_MS;
+    this.latchWaitTimeoutMs = recovered.latchWaitTimeoutMs;
     const resolvedCompaction = resolveCompactionOptions(compactionOptions);
     this.compactions = new CompactionScheduler(
       {
@@ -369,10 +368,6 @@ export class Engine {
    * manifest and replays the WALs, and cleans up what no state refers to (see open.ts).
    */
   static async open(dir: string, options: EngineOptions = {}): Promise<Engine> {
-    const latchWait = options.latchWaitTimeoutMs;
-    if (latchWait !== undefined && !(typeof latchWait === 'number' && latchWait > 0)) {
-      throw invalid(`latchWaitTimeoutMs must be a positive number of milliseconds, got ${String(latchWait)}`);
-    }
     return openEngine(dir, options, (recovered) => {
       const engine = new Engine(recovered, options);
       return {
@@ -399,7 +394,7 @@ export class Engine {
     if (this.flushRunning !== null) await this.flushRunning;
     // A running compaction stops at its next slice and deletes its partial outputs.
     await this.compactions.idle();
-    await this.settleBackgroundFileWork();
+    await this.walDirSyncing; // the newest WAL's name, synced on the thread pool
     try {
       this.wal.sync();
     } finally {
@@ -976,11 +971,6 @@ export class Engine {
     while (this.liveLogNumbers.length > 0 && this.liveLogNumbers[0] < keepFrom) {
       removeIfExists(logFileName(this.dir, this.liveLogNumbers.shift() as number));
     }
-  }
-
-  /** Waits for the newest WAL's directory sync on the thread pool. */
-  private async settleBackgroundFileWork(): Promise<void> {
-    await this.walDirSyncing;
   }
 
   private deleteObsoleteTable(fileNumber: number): void {

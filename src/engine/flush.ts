@@ -20,7 +20,8 @@ import { Memtable } from './memtable/memtable';
 import { FileMetaData } from './versionEdit';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
 import { assert } from '../util/errors';
-import { ABORTED, CompactionResult, compactToTables, runSlices, runSlicesSync } from './compaction/compactionJob';
+import { ABORTED, CompactionResult, compactToTables, runSlices } from './compaction/compactionJob';
+import { runSlicedSync } from '../util/slices';
 
 export { ABORTED };
 
@@ -68,5 +69,5 @@ export function flushMemtable(mem: Memtable, opts: FlushOptions): Promise<FileMe
 
 /** Flushes in one go (recovery, where nothing else runs). */
 export function flushMemtableSync(mem: Memtable, opts: FlushOptions): FileMetaData | null {
-  return runSlicesSync(flushSlices(mem, opts));
+  return runSlicedSync(flushSlices(mem, opts));
 }

@@ -37,6 +37,7 @@ import { DroppedTail } from './wal/logReader';
 import { replayLogs } from './walReplay';
 import { Memtable } from './memtable/memtable';
 import { MAX_ARENA_BYTES } from './memtable/skiplist';
+import { DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './spanLatches';
 import { VersionSet } from './versionSet';
 import { TableCache } from './tableCache';
 import { FlushOptions, flushMemtableSync } from './flush';
@@ -67,6 +68,8 @@ export interface RecoveredEngine {
   lock: DbLock;
   versions: VersionSet;
   tableCache: TableCache;
+  /** EngineOptions.latchWaitTimeoutMs, validated. */
+  latchWaitTimeoutMs: number;
   /** The active memtable: the replayed data, or empty. */
   mem: Memtable;
   wal: LogWriter;
@@ -105,6 +108,7 @@ interface OpenLimits {
   maxImmutableMemtables: number;
   maxOpenFiles: number;
   flushSliceEntries: number;
+  latchWaitTimeoutMs: number;
   createIfMissing: boolean;
 }
 
@@ -170,6 +174,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
       writeBufferSizeBytes: limits.writeBufferSizeBytes,
       maxImmutableMemtables: limits.maxImmutableMemtables,
       sync: options.sync ?? false,
+      latchWaitTimeoutMs: limits.latchWaitTimeoutMs,
       initialArenaBytes,
       flushOptions,
       lock,
@@ -216,7 +221,18 @@ function resolveOpenLimits(options: EngineOptions): OpenLimits {
   resolveCompactionOptions(options); // validates before anything is touched
   const flushSliceEntries = options.flushSliceEntries ?? DEFAULTS.flushSliceEntries;
   if (!Number.isInteger(flushSliceEntries) || flushSliceEntries < 1) throw invalid(`flushSliceEntries must be an integer >= 1`);
-  return { writeBufferSizeBytes, maxImmutableMemtables, maxOpenFiles, flushSliceEntries, createIfMissing: options.createIfMissing ?? true };
+  const latchWaitTimeoutMs = options.latchWaitTimeoutMs ?? DEFAULT_LATCH_WAIT_TIMEOUT_MS;
+  if (!(typeof latchWaitTimeoutMs === 'number' && latchWaitTimeoutMs > 0)) {
+    throw invalid(`latchWaitTimeoutMs must be a positive number of milliseconds, got ${String(latchWaitTimeoutMs)}`);
+  }
+  return {
+    writeBufferSizeBytes,
+    maxImmutableMemtables,
+    maxOpenFiles,
+    flushSliceEntries,
+    latchWaitTimeoutMs,
+    createIfMissing: options.createIfMissing ?? true,
+  };
 }
 
 /**

@@ -19,6 +19,7 @@
  */
 import { assert } from '../util/errors';
 import { compareUserKeys } from '../base/keyCompare';
+import { formatKey } from '../base/internalKey';
 
 /** A user-key range [smallest, largest] (or [smallest, largest) when largestExclusive). */
 export interface UserKeyRange {
@@ -31,6 +32,11 @@ export interface RunningCompactionHandle {
   readonly outputLevel: number;
   readonly range: UserKeyRange;
   release(): void;
+}
+
+/** `[smallest, largest]`, or `[smallest, largest)` when largestExclusive, keys shown by formatKey. */
+export function describeUserKeyRange(r: UserKeyRange): string {
+  return `[${formatKey(r.smallest)}, ${formatKey(r.largest)}${r.largestExclusive ? ')' : ']'}`;
 }
 
 /** True when user key `key` is not past the end of `range`. */

@@ -15,6 +15,8 @@
  *   `waitForRelease` on, after which they ask again. The answer costs one length check while no
  *   latch is held, so writes pay nothing when no ingestion runs.
  * - A held latch is released exactly once (asserted); release wakes every waiter of that latch.
+ *   `withLatch(span, timeoutMs, holder, body)` holds the span for `body` and releases it however
+ *   body ends.
  * - Bounds: at most MAX_HELD_LATCHES held and MAX_WAITERS waiting (writers and acquirers
  *   together); one more is refused with LATCH_TIMEOUT at once rather than queued without end.
  *
@@ -22,9 +24,11 @@
  * Keys are held by reference and must not be modified while latched.
  */
 import { IngestError, assert } from '../util/errors';
-import { formatKey } from '../base/internalKey';
 import { compareUserKeys } from '../base/keyCompare';
-import { UserKeyRange, keyBeforeRangeEnd, userKeyRangesOverlap } from './runningCompactions';
+import { UserKeyRange, describeUserKeyRange, keyBeforeRangeEnd, userKeyRangesOverlap } from './runningCompactions';
+
+/** Default EngineOptions.latchWaitTimeoutMs: longer than any check + ingest step of a nightly load. */
+export const DEFAULT_LATCH_WAIT_TIMEOUT_MS = 60_000;
 
 /** Latches held at once: one per concurrent ingestion, which is a handful in practice. */
 export const MAX_HELD_LATCHES = 64;
@@ -46,16 +50,12 @@ interface LatchState extends HeldLatch {
   readonly releasedPromise: Promise<void>;
 }
 
-export function describeSpan(span: UserKeyRange): string {
-  return `[${formatKey(span.smallest)}, ${formatKey(span.largest)}${span.largestExclusive ? ')' : ']'}`;
-}
-
 export class SpanLatches {
   private readonly held: LatchState[] = [];
   private waiters = 0;
   /** Acquisitions and write waits that ended by timeout (stats). */
   timeouts = 0;
-  /** Writes that waited on a latch at least once (stats). */
+  /** Waits of writes on a latch (stats; a write that meets two latches in turn counts twice). */
   writesDelayed = 0;
 
   /** Latches held now. */
@@ -106,9 +106,19 @@ export class SpanLatches {
       const leftMs = deadlineMs - performance.now();
       if (leftMs <= 0) {
         this.timeouts++;
-        throw latchTimeout(`${holder} over ${describeSpan(span)} waited ${timeoutMs} ms`, blocker);
+        throw latchTimeout(`${holder} over ${describeUserKeyRange(span)} waited ${timeoutMs} ms`, blocker);
       }
-      await this.waitForRelease(blocker, leftMs, `${holder} over ${describeSpan(span)}`);
+      await this.waitForRelease(blocker, leftMs, `${holder} over ${describeUserKeyRange(span)}`);
+    }
+  }
+
+  /** Runs `body` holding `span` (acquired as by acquire), releasing it however body ends. */
+  async withLatch<T>(span: UserKeyRange, timeoutMs: number, holder: string, body: (latch: HeldLatch) => Promise<T>): Promise<T> {
+    const latch = await this.acquire(span, timeoutMs, holder);
+    try {
+      return await body(latch);
+    } finally {
+      latch.release();
     }
   }
 
@@ -150,7 +160,7 @@ export class SpanLatches {
 
 function latchTimeout(what: string, latch: HeldLatch): IngestError {
   const heldMs = Math.round(performance.now() - latch.sinceMs);
-  return new IngestError('LATCH_TIMEOUT', `${what} for span ${describeSpan(latch.span)}, held by ${latch.holder} for ${heldMs} ms`);
+  return new IngestError('LATCH_TIMEOUT', `${what} for span ${describeUserKeyRange(latch.span)}, held by ${latch.holder} for ${heldMs} ms`);
 }
 
 /** `p`, or a rejection with `onTimeout()` after `timeoutMs`; the timer never outlives the race. */

@@ -279,7 +279,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
 
   /** The import's options; every mode writes row-origins files, so reported conflicts name their CSV line. */
   private importOptions(keySpec: KeySpec, outputDir: string): ImportOptions {
-    const live = this.opts.engine !== undefined ? liveEngineImportOptions(this.opts.import) : {};
+    const live = this.opts.engine !== undefined ? liveEngineImportOptions(this.opts) : {};
     const base = { ...this.opts.import, ...live, key: keySpec, outputDir, writeRowOrigins: true };
     if (this.mode === 'check') return base;
     // Sorted runs default to the scratch directory too (not the system temp dir): after a kill,
@@ -319,7 +319,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       verifyChecksums: o.verifyChecksums,
       allowBlockingFlush: o.allowBlockingFlush,
       replaceRange,
-      verifyWorkerNiceness: o.engine !== undefined ? (o.import.workerNiceness ?? LIVE_WORKER_NICENESS) : 0,
+      verifyWorkerNiceness: o.engine !== undefined ? liveWorkerNiceness(o) : 0,
     };
     if (this.mode === 'plan') {
       const report = await this.withCheckOptions(summary, keySpec, (check) =>
@@ -421,12 +421,17 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
  * Import options for a run beside a caller's live engine: parse workers whatever the input's
  * size (unless the caller chose the thread count) and the merge off the main thread.
  */
-function liveEngineImportOptions(requested: DbImportOptions['import']): Partial<ImportOptions> {
+function liveEngineImportOptions(o: DbImportOptions): Partial<ImportOptions> {
   return {
-    parseThreads: requested.parseThreads ?? 2,
-    mergeOffMainThread: requested.mergeOffMainThread ?? true,
-    workerNiceness: requested.workerNiceness ?? LIVE_WORKER_NICENESS,
+    parseThreads: o.import.parseThreads ?? 2,
+    mergeOffMainThread: o.import.mergeOffMainThread ?? true,
+    workerNiceness: liveWorkerNiceness(o),
   };
+}
+
+/** The niceness of every worker a live import starts (parse, merge, verification). */
+function liveWorkerNiceness(o: DbImportOptions): number {
+  return o.import.workerNiceness ?? LIVE_WORKER_NICENESS;
 }
 
 /** How far a live import's worker threads step back from the caller's main thread (the lowest priority). */

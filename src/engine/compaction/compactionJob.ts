@@ -138,11 +138,3 @@ export async function runSlices<T>(slices: Generator<void, T, void>, shouldAbort
     }
   }
 }
-
-/** Runs a job's slices in one go (recovery, where nothing else runs). */
-export function runSlicesSync<T>(slices: Generator<void, T, void>): T {
-  for (;;) {
-    const step = slices.next();
-    if (step.done === true) return step.value;
-  }
-}

@@ -29,9 +29,8 @@
  * keys).
  */
 import { IngestError } from '../../util/errors';
-import { describeSpan } from '../spanLatches';
 import type { Snapshot } from '../engine';
-import { UserKeyRange, userKeyRangesOverlap } from '../runningCompactions';
+import { UserKeyRange, describeUserKeyRange, userKeyRangesOverlap } from '../runningCompactions';
 import { ExternalFileInfo } from './externalFile';
 import { IngestionHost } from './ingestionHost';
 import { IngestOptions, IngestionResult, ingestInspected, inspectAll, spanOfIngestion } from './ingestionJob';
@@ -79,9 +78,8 @@ export async function ingestExternalFilesChecked<R>(
   const infos = await inspectAll(paths, opts);
   const span = spanOfIngestion(infos, opts.replaceRange);
   const waitStartMs = performance.now();
-  const latch = await host.latches.acquire(span, host.latchTimeoutMs, `checked ingestion of ${infos.length} file(s)`);
-  const heldFromMs = performance.now();
-  try {
+  return host.latches.withLatch(span, host.latchTimeoutMs, `checked ingestion of ${infos.length} file(s)`, async () => {
+    const heldFromMs = performance.now();
     const snapshot = host.getSnapshot();
     const snapshotSequence = snapshot.sequence;
     let decision: IngestionCheckDecision<R>;
@@ -97,9 +95,7 @@ export async function ingestExternalFilesChecked<R>(
     }
     const latchHeldMs = performance.now() - heldFromMs;
     return { result: decision.result, ingestion, span, snapshotSequence, latchWaitMs: heldFromMs - waitStartMs, latchHeldMs };
-  } finally {
-    latch.release();
-  }
+  });
 }
 
 function describeFile(i: ExternalFileInfo): IngestionCheckContext['files'][number] {
@@ -119,7 +115,10 @@ async function chosenInfos(
   for (const f of freshInfos) {
     // The latch covers the inspected files' span only: a file reaching past it could meet writes.
     if (!withinSpan(f.range, span))
-      throw new IngestError('INVALID_ARGUMENT', `the check chose ${f.path}, which reaches outside the latched span ${describeSpan(span)}`);
+      throw new IngestError(
+        'INVALID_ARGUMENT',
+        `the check chose ${f.path}, which reaches outside the latched span ${describeUserKeyRange(span)}`,
+      );
     byPath.set(f.path, f);
   }
   const out = [...new Set(paths)].map((p) => byPath.get(p) as ExternalFileInfo);

@@ -43,13 +43,12 @@
 import * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import { IngestError, assert } from '../../util/errors';
-import { formatKey } from '../../base/internalKey';
 import { compareUserKeys } from '../../base/keyCompare';
 import { tableFileName } from '../fileNames';
 import { removeIfExists } from '../durableFs';
 import { FileMetaData, VersionEdit } from '../versionEdit';
 import { FileBounds } from '../rangedel/tombstoneBoundaries';
-import { UserKeyRange, userKeyRangesOverlap } from '../runningCompactions';
+import { UserKeyRange, describeUserKeyRange, userKeyRangesOverlap } from '../runningCompactions';
 import { ExternalFileInfo, ingestedBounds, rangeOfBounds } from './externalFile';
 import { inspectExternalFiles } from './inspectFiles';
 import { IngestionHost } from './ingestionHost';
@@ -138,10 +137,6 @@ function invalid(message: string): IngestError {
   return new IngestError('INVALID_ARGUMENT', message);
 }
 
-function describeRange(r: UserKeyRange): string {
-  return `[${formatKey(r.smallest)}, ${formatKey(r.largest)}${r.largestExclusive ? ')' : ']'}`;
-}
-
 /** Step 1: inspects the files and returns them sorted by smallest key, refusing overlaps. */
 export async function inspectAll(paths: readonly string[], opts: IngestOptions): Promise<ExternalFileInfo[]> {
   if (!Array.isArray(paths) || paths.some((p) => typeof p !== 'string')) throw invalid('paths must be an array of file paths');
@@ -157,7 +152,7 @@ export async function inspectAll(paths: readonly string[], opts: IngestOptions):
   for (let i = 1; i < infos.length; i++) {
     if (userKeyRangesOverlap(infos[i - 1].range, infos[i].range)) {
       throw invalid(
-        `files of one ingestion must not overlap: ${infos[i - 1].path} ${describeRange(infos[i - 1].range)} and ${infos[i].path} ${describeRange(infos[i].range)}`,
+        `files of one ingestion must not overlap: ${infos[i - 1].path} ${describeUserKeyRange(infos[i - 1].range)} and ${infos[i].path} ${describeUserKeyRange(infos[i].range)}`,
       );
     }
   }
@@ -211,7 +206,7 @@ function decide(
     }
     if (opts.requireBottommost === true && !isTombstoneTable && placement.level !== host.numLevels - 1) {
       throw invalid(
-        `${candidate.path} ${describeRange(candidate.range)} cannot go to the bottom level L${host.numLevels - 1}: ` +
+        `${candidate.path} ${describeUserKeyRange(candidate.range)} cannot go to the bottom level L${host.numLevels - 1}: ` +
           `${placement.stopReason ?? 'file boundaries'} overlap${placement.stoppedAtLevel === null ? '' : ` at L${placement.stoppedAtLevel}`}, it would go to L${placement.level} (requireBottommost)`,
       );
     }
@@ -311,16 +306,10 @@ export async function ingestExternalFiles(
 ): Promise<IngestionResult> {
   host.checkWritable();
   const infos = await inspectAll(paths, opts);
-  const latch = await host.latches.acquire(
-    spanOfIngestion(infos, opts.replaceRange),
-    host.latchTimeoutMs,
-    `ingestion of ${infos.length} file(s)`,
+  const span = spanOfIngestion(infos, opts.replaceRange);
+  return host.latches.withLatch(span, host.latchTimeoutMs, `ingestion of ${infos.length} file(s)`, () =>
+    ingestInspected(host, infos, opts),
   );
-  try {
-    return await ingestInspected(host, infos, opts);
-  } finally {
-    latch.release();
-  }
 }
 
 /**
@@ -375,7 +364,9 @@ export async function ingestInspected(
       if (overlapping === undefined) break;
       if (opts.allowBlockingFlush === false) {
         const what = overlapping.candidate.path ?? 'the replace range';
-        throw invalid(`${what} ${describeRange(overlapping.candidate.range)} overlaps unflushed writes and allowBlockingFlush is false`);
+        throw invalid(
+          `${what} ${describeUserKeyRange(overlapping.candidate.range)} overlaps unflushed writes and allowBlockingFlush is false`,
+        );
       }
       if (memtableFlushes === MAX_FLUSH_ATTEMPTS) {
         throw new IngestError(
