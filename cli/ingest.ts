@@ -13,13 +13,26 @@
  * `--help` lists them in.
  */
 import { Command, CommanderError } from 'commander';
-import { exitCodeFor, IngestError } from '../src/util/errors';
+import { DbLockedError, exitCodeFor, IngestError } from '../src/util/errors';
+import { readServerRecord } from '../src/server/serverRecord';
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
 import { registerPlanCommand } from './commands/importDb';
 import { registerDbCommands } from './commands/db';
 import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';
+import { registerServeCommand } from './commands/serve';
+
+/**
+ * The error's message, and for a database a running server holds (its SERVER record names the
+ * LOCK's holder) the server's URL and the option that reaches it.
+ */
+function describeError(err: IngestError): string {
+  if (!(err instanceof DbLockedError) || err.pid === null) return err.message;
+  const record = readServerRecord(err.dir);
+  if (record === null || record.pid !== err.pid) return err.message;
+  return `${err.message}: the server at ${record.url} holds it; use --server ${record.url} instead of --db`;
+}
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -35,6 +48,7 @@ export function buildProgram(): Command {
   registerPlanCommand(program);
   registerCheckCommand(program);
   registerDbCommands(program);
+  registerServeCommand(program);
   return program;
 }
 
@@ -49,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
       return 2;
     }
-    const message = err instanceof IngestError ? `error: ${err.message}` : `error: ${(err as Error).stack ?? String(err)}`;
+    const message = err instanceof IngestError ? `error: ${describeError(err)}` : `error: ${(err as Error).stack ?? String(err)}`;
     process.stderr.write(`${message}\n`);
     return exitCodeFor(err);
   }

@@ -16,13 +16,14 @@
 import { Command } from 'commander';
 import { DbCheckResult, DbImport, conflictFailure } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
+import { dbCheckJson } from '../../src/ingest/importJson';
 import {
   CONFLICT_CHECK_OPTIONS,
   ConflictCheckCliOptions,
   IMPORT_OPTIONS,
   ImportCliOptions,
   addOptions,
-  toImportOptions,
+  dbImportOptionsOf,
 } from './importOptions';
 import { runInterruptible } from './interrupt';
 
@@ -48,19 +49,12 @@ export function registerCheckCommand(program: Command): void {
 }
 
 async function runCheck(inputs: string[], o: CheckCliOptions): Promise<void> {
-  const job = new DbImport({
-    mode: 'check',
-    dbDir: o.db,
-    outputDir: o.outputDir,
-    import: { ...toImportOptions(inputs, o), progress: Progress.forStderr(o.quiet === true) },
-    conflictStrategy: o.conflictStrategy,
-    maxReported: o.maxReported,
-    reportPath: o.report,
-  });
+  const { options } = dbImportOptionsOf(inputs, o, 'check');
+  const job = new DbImport({ ...options, mode: 'check', import: { ...options.import, progress: Progress.forStderr(o.quiet === true) } });
   const result: DbCheckResult = await runInterruptible(job, 'check abandoned');
   const s = result.report.summary;
   if (o.json === true) {
-    process.stdout.write(`${JSON.stringify({ import: result.import, check: s, report: result.reportPath })}\n`);
+    process.stdout.write(`${JSON.stringify(dbCheckJson(result))}\n`);
   } else if (o.quiet !== true) {
     process.stdout.write(
       `checked ${s.sstKeys} rows against ${result.db}: ${s.new} new, ${s.unchanged} unchanged, ${s.conflicts} conflicting ` +

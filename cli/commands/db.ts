@@ -30,10 +30,10 @@
  */
 import * as fs from 'fs';
 import { Command } from 'commander';
-import { Engine, EngineStats } from '../../src/engine/engine';
+import { Engine } from '../../src/engine/engine';
+import { statsReportOf } from '../../src/engine/statsReport';
 import { currentFileName } from '../../src/engine/fileNames';
 import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/base/perfContext';
-import { userKeyOf } from '../../src/base/internalKey';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec, KeyFields } from './dbText';
 
@@ -278,32 +278,9 @@ async function scanCommand(o: ScanOptions): Promise<void> {
   if (o.stats) printPerfToStderr(perf);
 }
 
-/** Compaction counters from stats(): its `compaction` object, or its compaction* fields, or null. */
-function compactionStats(stats: EngineStats): object | null {
-  const s = stats as EngineStats & { compaction?: unknown };
-  if (typeof s.compaction === 'object' && s.compaction !== null) return s.compaction;
-  const fields = Object.entries(stats).filter(([name, v]) => name.startsWith('compaction') && typeof v === 'number');
-  return fields.length > 0 ? Object.fromEntries(fields) : null;
-}
-
 async function statsCommand(o: CommonOptions): Promise<void> {
   const codec = codecFor(o);
-  const report = await withDb(o.db, false, (engine) => {
-    const stats = engine.stats();
-    const levels = engine.levelFiles().map((files, level) => ({
-      level,
-      files: files.map((f) => ({
-        number: f.fileNumber,
-        sizeBytes: f.fileSizeBytes,
-        smallestHex: userKeyOf(f.smallest).toString('hex'),
-        largestHex: userKeyOf(f.largest).toString('hex'),
-        smallestSeq: f.smallestSeq,
-        largestSeq: f.largestSeq,
-      })),
-    }));
-    const compaction = compactionStats(stats);
-    return { lastSequence: stats.lastSequence, levels, ...(compaction === null ? {} : { compaction }) };
-  });
+  const report = await withDb(o.db, false, (engine) => statsReportOf(engine));
   if (o.json) {
     printJson(report);
     return;
@@ -339,8 +316,7 @@ async function compactCommand(o: CompactOptions): Promise<void> {
     const filesPerLevelBefore = engine.stats().filesPerLevel;
     await engine.compactRange(from, to);
     const stats = engine.stats();
-    const compaction = compactionStats(stats);
-    return { filesPerLevelBefore, filesPerLevelAfter: stats.filesPerLevel, ...(compaction === null ? {} : { compaction }) };
+    return { filesPerLevelBefore, filesPerLevelAfter: stats.filesPerLevel, compaction: stats.compaction };
   });
   if (o.json) printJson(report);
   else

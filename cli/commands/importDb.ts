@@ -18,8 +18,9 @@
  * 1 anything else. On every failure and on Ctrl-C the private directory is removed.
  */
 import { Command } from 'commander';
-import { DbImport, DbImportFile, DbImportResult, ReplaceRangeRequest, conflictFailure } from '../../src/ingest/importIntoDb';
+import { DbImport, DbImportFile, DbImportResult, conflictFailure } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
+import { dbImportJson } from '../../src/ingest/importJson';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
 import {
@@ -30,7 +31,7 @@ import {
   IMPORT_OPTIONS,
   ImportCliOptions,
   addOptions,
-  toImportOptions,
+  dbImportOptionsOf,
 } from './importOptions';
 import { runInterruptible } from './interrupt';
 
@@ -55,20 +56,6 @@ export function registerPlanCommand(program: Command): void {
   cmd.action((inputs: string[], o: DbImportCliOptions) => runDbImport(inputs, o, 'plan'));
 }
 
-/** "FROM..TO", "FROM..", "..TO" (split at the first ".."), or a bare flag: the import's span. */
-function parseReplaceRange(text: string | true | undefined, codec: DbTextCodec): ReplaceRangeRequest | undefined {
-  if (text === undefined) return undefined;
-  if (text === true) return {};
-  const at = text.indexOf('..');
-  if (at < 0) throw new IngestError('USAGE', `--replace-range must be FROM..TO (either side may be empty), got "${text}"`);
-  const from = text.slice(0, at);
-  const to = text.slice(at + 2);
-  return {
-    start: from === '' ? undefined : codec.parseKey(from, '--replace-range FROM'),
-    end: to === '' ? undefined : codec.parseKey(to, '--replace-range TO'),
-  };
-}
-
 /** `import --db` (mode 'import', or 'plan' with --dry-run) and `plan`: run, print, then fail with exit 3 when abort stopped it. */
 export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode: 'plan' | 'import'): Promise<void> {
   if (o.outputDir !== undefined)
@@ -76,43 +63,13 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
       'USAGE',
       '--output-dir and --db do not go together: with --db the SSTs go to a private directory inside the database',
     );
-  const importSettings = toImportOptions(inputs, o);
-  // The import's key spec shows keys here too: --replace-range bounds in, file bounds out.
-  const codec = new DbTextCodec({ keySpec: importSettings.key });
-  const job = new DbImport({
-    mode,
-    dbDir: o.db,
-    import: { ...importSettings, progress: Progress.forStderr(o.quiet === true) },
-    createIfMissing: o.createIfMissing,
-    onConflict: o.onConflict,
-    conflictStrategy: o.conflictStrategy,
-    maxReported: o.maxReported,
-    reportPath: o.report,
-    replaceRange: parseReplaceRange(o.replaceRange, codec),
-    verifyChecksums: o.verifyChecksums,
-    allowBlockingFlush: o.blockingFlush,
-  });
+  const { options, codec } = dbImportOptionsOf(inputs, o, mode);
+  const job = new DbImport({ ...options, mode, import: { ...options.import, progress: Progress.forStderr(o.quiet === true) } });
   const result = await runInterruptible(job, 'import abandoned');
-  if (o.json === true) process.stdout.write(`${JSON.stringify(jsonOf(result))}\n`);
+  if (o.json === true) process.stdout.write(`${JSON.stringify(dbImportJson(result))}\n`);
   else if (o.quiet !== true) printHuman(result, codec);
   const failure = conflictFailure(result);
   if (failure !== null) throw failure;
-}
-
-/** The --json document; field names are stable (docs/import.md). */
-function jsonOf(r: DbImportResult): Record<string, unknown> {
-  return {
-    db: r.db,
-    createdDb: r.createdDb,
-    dryRun: r.dryRun,
-    import: r.import,
-    check: r.report.summary,
-    report: r.reportPath,
-    policy: r.policy,
-    replaceRange: r.replaceRange,
-    ingest: r.ingest,
-    plan: r.plan,
-  };
 }
 
 function printHuman(r: DbImportResult, codec: DbTextCodec): void {

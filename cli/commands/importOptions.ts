@@ -22,6 +22,8 @@ import { DuplicatePolicy } from '../../src/ingest/sort/mergeToSsts';
 import { ValueFormat } from '../../src/ingest/rows/rowEncoder';
 import { ON_CONFLICT_CHOICES, OnConflict } from '../../src/conflict/policy';
 import { ConflictStrategy, DEFAULT_MAX_REPORTED } from '../../src/conflict/report';
+import { DbImportMode, DbImportOptions, ReplaceRangeRequest } from '../../src/ingest/importIntoDb';
+import { DbTextCodec } from './dbText';
 
 /** One command-line option, as data: what `new Option(...)` is made from. */
 export interface OptionDef {
@@ -241,4 +243,56 @@ export function toImportOptions(inputs: string[], o: ImportCliOptions): ImportSe
     },
     key: KeySpec.parse(o.key),
   };
+}
+
+/** "FROM..TO", "FROM..", "..TO" (split at the first ".."), or a bare flag: the import's span. */
+export function parseReplaceRange(text: string | true | undefined, codec: DbTextCodec): ReplaceRangeRequest | undefined {
+  if (text === undefined) return undefined;
+  if (text === true) return {};
+  const at = text.indexOf('..');
+  if (at < 0) throw new IngestError('USAGE', `--replace-range must be FROM..TO (either side may be empty), got "${text}"`);
+  const from = text.slice(0, at);
+  const to = text.slice(at + 2);
+  return {
+    start: from === '' ? undefined : codec.parseKey(from, '--replace-range FROM'),
+    end: to === '' ? undefined : codec.parseKey(to, '--replace-range TO'),
+  };
+}
+
+/** Option values of every pipeline command: `check` has no policy options, `plan` and `import` have them. */
+export type PipelineCliOptions = ImportCliOptions &
+  ConflictCheckCliOptions &
+  Partial<DbPolicyCliOptions> & { db: string; outputDir?: string };
+
+/**
+ * The DbImport options of a pipeline command's parsed options (the CLI's and the server's
+ * POST /v1/imports, which parses its query with these same tables), and the codec that shows
+ * keys the way the import's key spec reads them.
+ */
+export function dbImportOptionsOf(
+  inputs: string[],
+  o: PipelineCliOptions,
+  mode: DbImportMode,
+): { options: DbImportOptions; codec: DbTextCodec } {
+  const importSettings = toImportOptions(inputs, o);
+  // The import's key spec shows keys here too: --replace-range bounds in, file bounds out.
+  const codec = new DbTextCodec({ keySpec: importSettings.key });
+  const common = {
+    mode,
+    dbDir: o.db,
+    import: importSettings,
+    conflictStrategy: o.conflictStrategy,
+    maxReported: o.maxReported,
+    reportPath: o.report,
+  };
+  if (mode === 'check') return { options: { ...common, outputDir: o.outputDir }, codec };
+  const options: DbImportOptions = {
+    ...common,
+    createIfMissing: o.createIfMissing,
+    onConflict: o.onConflict,
+    replaceRange: parseReplaceRange(o.replaceRange, codec),
+    verifyChecksums: o.verifyChecksums,
+    allowBlockingFlush: o.blockingFlush,
+  };
+  return { options, codec };
 }

@@ -17,7 +17,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { IngestError } from '../util/errors';
+import { DbLockedError } from '../util/errors';
 import { lockFileName } from './fileNames';
 import { ioError, removeIfExists } from './durableFs';
 
@@ -77,8 +77,8 @@ export function processIsAlive(pid: number, startTime: string): boolean {
   return actual === null || actual === startTime;
 }
 
-function lockedError(dir: string, pid: number | string): IngestError {
-  return new IngestError('DB_LOCKED', `database is locked: ${dir} (held by pid ${pid})`);
+function lockedError(dir: string, pid: number | 'unknown'): DbLockedError {
+  return new DbLockedError(dir, pid === 'unknown' ? null : pid);
 }
 
 function readLock(lockPath: string): string | null {

@@ -112,6 +112,13 @@ export interface DbImportOptions {
    * The caller may keep reading and writing meanwhile (module comment: what is guaranteed).
    */
   engine?: Engine;
+  /**
+   * SSTs already written, with the summary their import made (a server's upload of SSTs a client
+   * sorted, with their row-origins files beside them): the CSV step is skipped, `import` only
+   * gives the key spec that shows keys, and the files stay where they are (the caller owns them
+   * and their directory; the skip policy writes its rewritten files beside them).
+   */
+  prebuilt?: ImportSummary;
 }
 
 /** One file of the ingestion (done or planned), as the JSON summary shows it. */
@@ -207,12 +214,11 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
 
   async run(): Promise<DbRunResult<M>> {
     const creating = this.checkPreconditions();
-    const outputDir = this.prepareOutputDir();
+    const prebuilt = this.opts.prebuilt;
+    const outputDir = prebuilt === undefined ? this.prepareOutputDir() : null;
     try {
       const keySpec = KeySpec.of(this.opts.import.key ?? '1');
-      this.job = new CsvImport(this.importOptions(keySpec, outputDir));
-      const summary = await this.job.run();
-      this.job = null;
+      const summary = outputDir === null ? (prebuilt as ImportSummary) : await this.runCsvImport(keySpec, outputDir);
       const result = await this.withEngine<DbCheckResult | DbImportResult>(creating, (engine) =>
         this.mode === 'check' ? this.checkOnly(engine, summary, keySpec) : this.intoEngine(engine, summary, keySpec, creating),
       );
@@ -222,6 +228,13 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     } finally {
       this.cleanupSync();
     }
+  }
+
+  private async runCsvImport(keySpec: KeySpec, outputDir: string): Promise<ImportSummary> {
+    this.job = new CsvImport(this.importOptions(keySpec, outputDir));
+    const summary = await this.job.run();
+    this.job = null;
+    return summary;
   }
 
   /** Refuses what cannot run before anything is written; returns whether this run creates the database. */

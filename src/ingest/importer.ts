@@ -40,7 +40,7 @@ import { SortBuffer } from './sort/sortBuffer';
 import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sort/sstSetWriter';
 import { mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
 import { parseInWorkers } from './parse/parallelParse';
-import { ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
+import { InputNamer, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
 
 export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
@@ -51,6 +51,12 @@ export type ParserChoice = 'auto' | 'fast' | 'csv-parse';
 
 export interface ImportOptions {
   inputs: string[];
+  /**
+   * The name each input goes by in messages, the summary and the row origins, in the order of
+   * `inputs` (default: its path, "stdin" for -). A server that spools a request body to a file
+   * names it after the request instead of its private path.
+   */
+  inputNames?: string[];
   outputDir: string;
   tmpDir?: string;
   dialect?: Partial<CsvDialect>;
@@ -172,6 +178,12 @@ export class CsvImport {
 
   constructor(private readonly opts: ImportOptions) {}
 
+  /** The name an input path goes by (ImportOptions.inputNames, else its path or "stdin"). */
+  private readonly nameOf: InputNamer = (file) => {
+    const i = this.opts.inputNames === undefined ? -1 : this.opts.inputs.indexOf(file);
+    return i >= 0 ? (this.opts.inputNames as string[])[i] : displayName(file);
+  };
+
   /** Removes everything the import made so far; safe from a signal handler (synchronous). */
   cleanupSync(): void {
     if (!this.finished) {
@@ -198,7 +210,7 @@ export class CsvImport {
     try {
       const { outcome, threads } = await this.parse(setup);
       const tParsed = performance.now();
-      const locate = locatorOf(outcome.sources);
+      const locate = locatorOf(outcome.sources, this.nameOf);
       if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
       const { merge, written, mergeThreads } = await this.merge(setup, outcome, locate);
       const tMerged = performance.now();
@@ -239,6 +251,9 @@ export class CsvImport {
     const o = this.opts;
     if (o.inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
     if (o.inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
+    if (o.inputNames !== undefined && o.inputNames.length !== o.inputs.length) {
+      throw new IngestError('INVALID_ARGUMENT', `inputNames has ${o.inputNames.length} names for ${o.inputs.length} inputs`);
+    }
     const dialect = normalizeDialect(o.dialect ?? {});
     const budget = new MemoryBudget(o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES);
     const keySpec = KeySpec.of(o.key ?? '1');
@@ -294,12 +309,13 @@ export class CsvImport {
     const threads = parallel ? requestedThreads : 0;
     try {
       const outcome = parallel
-        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, o.parseTaskBytes)
+        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes)
         : await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress);
       return { outcome, threads };
     } catch (e) {
       // The import fails, but the rows that made it fail are still worth a rejects file.
-      if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined) writeRejects(o.rejectsPath, e.badRows, locatorOf(e.sources));
+      if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined)
+        writeRejects(o.rejectsPath, e.badRows, locatorOf(e.sources, this.nameOf));
       throw e;
     } finally {
       s.progress.done();
@@ -327,7 +343,7 @@ export class CsvImport {
     }
     const inWorkers = mergeThreads > 1 || o.mergeOffMainThread === true;
     const ranges = inWorkers && runs.length > 0 ? planKeyRanges(runs, mergeThreads) : [];
-    const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources) : null;
+    const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources, this.nameOf) : null;
     const sstOptions = o.sstOptions ?? {};
     let merge: MergeResult;
     let written: WrittenFile[];
@@ -392,7 +408,7 @@ export class CsvImport {
       runs.push(spillSortBuffer(buffer, this.nextRunPath()));
       buffer.clear();
     };
-    const describe = (source: number): string => displayName(sources[source].file);
+    const describe = (source: number): string => this.nameOf(sources[source].file);
     const sink = new RowSink(
       settings.plan,
       null,
@@ -461,7 +477,7 @@ export class CsvImport {
     const total = a.seconds.parse + a.seconds.merge + a.seconds.publish;
     const round = (x: number): number => Math.round(x * 1000) / 1000;
     return {
-      inputs: a.o.inputs.map((p, i) => ({ path: displayName(p), bytes: a.inputSizes[i] })),
+      inputs: a.o.inputs.map((p, i) => ({ path: a.o.inputNames?.[i] ?? displayName(p), bytes: a.inputSizes[i] })),
       inputBytes: a.outcome.inputBytes,
       parser: a.fast ? 'fast' : 'csv-parse',
       parserReason: a.parserReason,
@@ -513,10 +529,10 @@ export class CsvImport {
 }
 
 /** Absolute file and line of a row, from its parse source and the line the parser gave. */
-function locatorOf(sources: readonly SourceInfo[]): Locator {
+function locatorOf(sources: readonly SourceInfo[], nameOf: InputNamer): Locator {
   return (source, line) => {
     const s = sources[source];
-    return { file: displayName(s.file), line: s.lineOffset + line };
+    return { file: nameOf(s.file), line: s.lineOffset + line };
   };
 }
 
@@ -535,13 +551,13 @@ function duplicateKeysError(merge: MergeResult, keySpec: KeySpec, locate: Locato
 }
 
 /** The origins files' view of the row sources: one name per input, a line offset per source. */
-function rowOriginSourcesOf(sources: readonly SourceInfo[]): RowOriginSources {
+function rowOriginSourcesOf(sources: readonly SourceInfo[], nameOf: InputNamer): RowOriginSources {
   const inputNames: string[] = [];
   const indexOfName = new Map<string, number>();
   const inputOfSource: number[] = [];
   const lineOffsetOfSource: number[] = [];
   for (const s of sources) {
-    const name = displayName(s.file);
+    const name = nameOf(s.file);
     let i = indexOfName.get(name);
     if (i === undefined) {
       i = inputNames.length;

@@ -18,7 +18,15 @@ export type ErrorCode =
   | 'DB_LOCKED' // a second opener of a database
   | 'CONFLICT' // conflicts found under the abort policy
   | 'LATCH_TIMEOUT' // a write or an ingestion waited too long for a span latch (engine/spanLatches.ts)
-  | 'IO'; // a file system failure
+  | 'IO' // a file system failure
+  // Raised by the server (src/server) and rebuilt by its client, so `--server` exits as `--db` would:
+  | 'UNAUTHORIZED' // a request without a valid token
+  | 'NOT_FOUND' // an unknown route, or a key that is absent
+  | 'TOO_LARGE' // a body, key, value or batch over the server's limit
+  | 'BUSY' // the import queue or the connection limit is full; retry later
+  | 'TIMEOUT' // a request that took longer than the server's limit
+  | 'UNAVAILABLE' // the server is draining (SIGTERM) or unreachable
+  | 'INTERNAL'; // a bug: an error that is not an IngestError
 
 export class IngestError extends Error {
   readonly code: ErrorCode;
@@ -41,6 +49,22 @@ export class CorruptionError extends IngestError {
   }
 }
 
+/**
+ * A database another opener holds (its LOCK). Carries the directory and the holder's pid so an
+ * entry point can say more: the CLI names the server that holds it (src/server/serverRecord.ts).
+ */
+export class DbLockedError extends IngestError {
+  readonly dir: string;
+  /** The holder's pid, or null when the LOCK does not say. */
+  readonly pid: number | null;
+  constructor(dir: string, pid: number | null) {
+    super('DB_LOCKED', `database is locked: ${dir} (held by pid ${pid ?? 'unknown'})`);
+    this.name = 'DbLockedError';
+    this.dir = dir;
+    this.pid = pid;
+  }
+}
+
 export function exitCodeFor(err: unknown): number {
   if (err instanceof IngestError) {
     switch (err.code) {
@@ -49,6 +73,8 @@ export function exitCodeFor(err: unknown): number {
       case 'KEY_ORDER':
       case 'DUPLICATE_KEY':
       case 'INVALID_ARGUMENT':
+      case 'UNAUTHORIZED':
+      case 'TOO_LARGE':
         return 2;
       case 'CONFLICT':
         return 3;

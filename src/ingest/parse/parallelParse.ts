@@ -33,6 +33,7 @@ import {
   SourceInfo,
   WorkerReply,
   tooManyBadRowsError,
+  InputNamer,
 } from './parseTypes';
 import { MemoryBudget } from '../memoryBudget';
 import { Progress } from '../progress';
@@ -58,7 +59,7 @@ interface FileProbe {
 }
 
 /** Reads a file's first bytes: BOM, skipped lines, header record, first data record. */
-function probeFile(file: string, size: number, settings: ParseSettings): FileProbe {
+function probeFile(file: string, size: number, settings: ParseSettings, name: string): FileProbe {
   const { dialect, plan } = settings;
   const fd = fs.openSync(file, 'r');
   try {
@@ -103,7 +104,7 @@ function probeFile(file: string, size: number, settings: ParseSettings): FilePro
       const stop = tokenizer.tokenize(buf, pos, got, eof, sink);
       const needed = plan.header ? 2 : 1;
       if (records.length < needed && !eof && stop < got) {
-        if (want >= MAX_RECORD_BYTES) throw new IngestError('BAD_INPUT', `${file}: no complete record in its first ${want} bytes`);
+        if (want >= MAX_RECORD_BYTES) throw new IngestError('BAD_INPUT', `${name}: no complete record in its first ${want} bytes`);
         continue;
       }
       if (records.length < needed && !eof) {
@@ -223,11 +224,12 @@ export async function parseInWorkers(
   threads: number,
   budget: MemoryBudget,
   progress: Progress,
+  nameOf: InputNamer,
   taskBytesOverride?: number,
 ): Promise<ParseOutcome> {
   // Probe every file; bind the layout from the first header or first record.
   const sizes = inputs.map((f) => fs.statSync(f).size);
-  const probes = inputs.map((f, i) => probeFile(f, sizes[i], settings));
+  const probes = inputs.map((f, i) => probeFile(f, sizes[i], settings, nameOf(f)));
   let header: string[] | null = null;
   for (let i = 0; i < probes.length; i++) {
     const h = probes[i].header;
@@ -236,7 +238,7 @@ export async function parseInWorkers(
     else if (h.join('\u0000') !== header.join('\u0000')) {
       throw new IngestError(
         'BAD_INPUT',
-        `${inputs[i]}: header ${JSON.stringify(h)} differs from the first file's ${JSON.stringify(header)}`,
+        `${nameOf(inputs[i])}: header ${JSON.stringify(h)} differs from the first file's ${JSON.stringify(header)}`,
       );
     }
   }
@@ -351,7 +353,7 @@ export async function parseInWorkers(
         const fatalIndex = settings.maxBadRows - badRowCount;
         const fatal = r.badRows[fatalIndex];
         for (const b of r.badRows.slice(0, fatalIndex + 1)) badRows.push(b);
-        throw tooManyBadRowsError({ ...fatal, line: lineOffset + fatal.line }, t.file, settings.maxBadRows, badRows, sources);
+        throw tooManyBadRowsError({ ...fatal, line: lineOffset + fatal.line }, nameOf(t.file), settings.maxBadRows, badRows, sources);
       }
       for (const b of r.badRows) badRows.push(b);
       badRowCount += r.badRowCount;

@@ -92,6 +92,9 @@ export class TooManyBadRowsError extends IngestError {
 }
 
 /** @param row the fatal row, its line absolute */
+/** The name an input file goes by in messages and row sources (see ImportOptions.inputNames). */
+export type InputNamer = (file: string) => string;
+
 export function tooManyBadRowsError(
   row: BadRow,
   where: string,

@@ -1,0 +1,41 @@
+/**
+ * The engine's state as one JSON document with stable field names: `ingest stats --json` prints
+ * it and the server's GET /v1/stats returns it (docs/engine-cli.md lists the fields).
+ *
+ *   {"lastSequence", "levels": [{"level", "files": [{"number", "sizeBytes", "smallestHex",
+ *    "largestHex", "smallestSeq", "largestSeq"}]}] (every level, L0 newest file first),
+ *    "compaction": {...} (the compaction counters)}
+ */
+import { userKeyOf } from '../base/internalKey';
+import { Engine } from './engine';
+
+export interface StatsReportFile {
+  number: number;
+  sizeBytes: number;
+  smallestHex: string;
+  largestHex: string;
+  smallestSeq: number;
+  largestSeq: number;
+}
+
+export interface StatsReport {
+  lastSequence: number;
+  levels: { level: number; files: StatsReportFile[] }[];
+  compaction: object;
+}
+
+export function statsReportOf(engine: Engine): StatsReport {
+  const stats = engine.stats();
+  const levels = engine.levelFiles().map((files, level) => ({
+    level,
+    files: files.map((f) => ({
+      number: f.fileNumber,
+      sizeBytes: f.fileSizeBytes,
+      smallestHex: userKeyOf(f.smallest).toString('hex'),
+      largestHex: userKeyOf(f.largest).toString('hex'),
+      smallestSeq: f.smallestSeq,
+      largestSeq: f.largestSeq,
+    })),
+  }));
+  return { lastSequence: stats.lastSequence, levels, compaction: stats.compaction };
+}

@@ -1,0 +1,72 @@
+/**
+ * The server's explicit limits: every body, key, value, batch, scan, queue and connection is
+ * bounded, so no client (malicious or buggy) can make the process hold more than these. Defaults
+ * below; `ingest serve` takes each as an option (docs/serve.md, "Limits").
+ *
+ * Keys travel in the URL path, which Node caps with the header size: maxHeaderBytes is sized so
+ * a maximal key fits percent-encoded (3 characters a byte) with room for the rest of the request.
+ */
+export interface ServerLimits {
+  /** Largest key, in bytes, in a path, a batch or a scan bound. */
+  maxKeyBytes: number;
+  /** Largest value of a PUT or of one batch operation. */
+  maxValueBytes: number;
+  /** Largest body of POST /v1/batch. */
+  maxBatchBodyBytes: number;
+  /** Most operations in one batch. */
+  maxBatchOperations: number;
+  /** Most entries one scan returns (its `limit` defaults to defaultScanLimit). */
+  maxScanLimit: number;
+  defaultScanLimit: number;
+  /** Largest CSV body of POST /v1/imports, after gzip decoding (it is spooled to disk, not memory). */
+  maxImportBodyBytes: number;
+  /** Largest total upload of POST /v1/imports/sst, and most files in it. */
+  maxUploadBytes: number;
+  maxUploadFiles: number;
+  /** Imports (CSV or SST) running at once; more wait in a queue of maxQueuedImports, beyond which 429. */
+  maxConcurrentImports: number;
+  maxQueuedImports: number;
+  /** Open connections; more are refused by the socket layer. */
+  maxConnections: number;
+  /** Requests handled at once (a request over it gets 429 at once, before its body is read). */
+  maxInFlightRequests: number;
+  /** Time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** Time to receive and answer a request that is not an import (a slow body or reader is cut off: 408). */
+  requestTimeoutMs: number;
+  /** Time an import request may take, queueing included. */
+  importTimeoutMs: number;
+  /** Idle time before a keep-alive connection is closed. */
+  keepAliveTimeoutMs: number;
+  /** Time SIGTERM waits for in-flight requests before cutting them off. */
+  drainTimeoutMs: number;
+  /** Node's max header size: the request line and headers together. */
+  maxHeaderBytes: number;
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
+  maxKeyBytes: 8 * KiB,
+  maxValueBytes: 16 * MiB,
+  maxBatchBodyBytes: 32 * MiB,
+  maxBatchOperations: 100_000,
+  maxScanLimit: 1_000_000,
+  defaultScanLimit: 1000,
+  maxImportBodyBytes: 64 * GiB,
+  maxUploadBytes: 64 * GiB,
+  maxUploadFiles: 10_000,
+  maxConcurrentImports: 1,
+  maxQueuedImports: 8,
+  maxConnections: 1024,
+  maxInFlightRequests: 4096,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  importTimeoutMs: 6 * 3600_000,
+  keepAliveTimeoutMs: 5_000,
+  drainTimeoutMs: 60_000,
+  // 8 KiB of key as %XX is 24 KiB; the rest of the request line and headers get 8 KiB.
+  maxHeaderBytes: 32 * KiB,
+};

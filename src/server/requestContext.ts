@@ -1,0 +1,51 @@
+/**
+ * What a route handler gets: the request and response, the decoded path parameter and query, the
+ * engine, the limits, and the server's shared services (the import queue, the scratch space).
+ * A handler answers through `reply*` or throws; the server turns a throw into the JSON error.
+ */
+import { IncomingMessage, ServerResponse } from 'http';
+import { Engine } from '../engine/engine';
+import { ServerLimits } from './limits';
+import { ImportQueue } from './importQueue';
+import { badRequest } from './httpErrors';
+
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** The path's parameter (`/v1/kv/{key}`), still percent-encoded; '' when the route has none. */
+  param: string;
+  query: Map<string, Buffer>;
+  /** `?hex=1`: keys and values in the path, query and JSON are hex. */
+  hex: boolean;
+  engine: Engine;
+  limits: Readonly<ServerLimits>;
+  imports: ImportQueue;
+  /** fdatasync every write before acknowledging it (`ingest serve --sync`). */
+  syncWrites: boolean;
+}
+
+export type RouteHandler = (ctx: RequestContext) => Promise<void>;
+
+/** A query value as text ('' when absent). */
+export function queryText(ctx: RequestContext, name: string): string | undefined {
+  return ctx.query.get(name)?.toString('utf8');
+}
+
+/** A boolean query flag: absent or 0/false is false; '', 1 or true is true; anything else a 400. */
+export function queryFlag(query: Map<string, Buffer>, name: string): boolean {
+  const v = query.get(name)?.toString('utf8');
+  if (v === undefined || v === '0' || v === 'false') return false;
+  if (v === '' || v === '1' || v === 'true') return true;
+  throw badRequest(`query parameter ${name} must be 1, true, 0 or false, got "${v}"`);
+}
+
+export function replyJson(ctx: RequestContext, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  ctx.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  ctx.res.end(text);
+}
+
+export function replyNoContent(ctx: RequestContext, sequence: number): void {
+  ctx.res.writeHead(204, { 'ingest-sequence': String(sequence) });
+  ctx.res.end();
+}

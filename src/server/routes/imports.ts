@@ -1,0 +1,78 @@
+/**
+ * POST /v1/imports?{import options}: a CSV body through the whole pipeline on the server
+ * (src/ingest/importIntoDb.ts against the server's live engine), answered with the JSON
+ * `ingest import --db --json` prints (`ingest plan` / `ingest check` with mode=plan|check; see
+ * importJson.ts) plus "conflictReport", the conflict report itself:
+ *   200 it landed (or a plan; or a check without conflicts);
+ *   409 conflicts aborted it (or a check found some), with the report and
+ *       "error": {"code": "CONFLICT", "message"}; nothing was ingested;
+ *   400 bad input (file = the `name` parameter, default "request body", and the line), and
+ *       every other error of the CLI's, with its status (httpErrors.ts).
+ *
+ * The body is spooled to a file in a scratch directory inside the database (gzip decoded on the
+ * way, Content-Encoding), never held in memory, then parsed by the import's worker threads at
+ * the lowest CPU priority, so the serving thread keeps answering. A scratch directory survives
+ * nothing: removed when the request ends, and after a SIGKILL by the next open of the database.
+ * The request waits its turn in the import queue before its body is read (429 when it is full).
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { ownScratchDirPrefix } from '../../engine/scratchDirs';
+import { DbCheckResult, DbImport, DbImportOptions, DbImportResult, conflictFailure } from '../../ingest/importIntoDb';
+import { dbRunJson } from '../../ingest/importJson';
+import { Progress } from '../../ingest/progress';
+import { conflictReportJson } from '../../conflict/report';
+import { dbImportOptionsOf } from '../../../cli/commands/importOptions';
+import { IngestError } from '../../util/errors';
+import { RequestContext, replyJson } from '../requestContext';
+import { importRequestOf } from '../importQuery';
+import { spoolBody } from '../requestBody';
+
+/** A scratch directory inside the database for one request, removed by `release`. */
+export function makeRequestScratchDir(dbDir: string): { dir: string; release: () => void } {
+  let dir: string;
+  try {
+    dir = fs.mkdtempSync(ownScratchDirPrefix(dbDir));
+  } catch (err) {
+    throw new IngestError('IO', `cannot create a scratch directory in ${dbDir}: ${(err as Error).message}`, { cause: err });
+  }
+  return { dir, release: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The answer to a finished run: 200, or 409 with the conflict error beside the document. */
+export function replyImportResult(ctx: RequestContext, result: DbImportResult | DbCheckResult, extra: Record<string, unknown>): void {
+  const failure = conflictFailure(result);
+  const body = { ...dbRunJson(result), ...extra, conflictReport: conflictReportJson(result.report) };
+  if (failure === null) replyJson(ctx, 200, body);
+  else replyJson(ctx, 409, { ...body, error: { code: failure.code, message: failure.message } });
+}
+
+/** Runs a DbImport against the server's engine; the scratch directory goes whatever happens. */
+export async function runServerImport(ctx: RequestContext, options: DbImportOptions): Promise<DbImportResult | DbCheckResult> {
+  const job = new DbImport({ ...options, engine: ctx.engine, import: { ...options.import, progress: Progress.forStderr(true) } });
+  try {
+    return await job.run();
+  } finally {
+    job.cleanupSync();
+  }
+}
+
+export async function postImport(ctx: RequestContext): Promise<void> {
+  const request = importRequestOf(ctx.query, 'request body');
+  await ctx.imports.run(async () => {
+    const scratch = makeRequestScratchDir(ctx.engine.dir);
+    try {
+      const bodyFile = path.join(scratch.dir, 'body.csv');
+      await spoolBody(ctx.req, bodyFile, ctx.limits.maxImportBodyBytes, `import ${request.name}`);
+      const { options } = dbImportOptionsOf([bodyFile], { ...request.options, db: ctx.engine.dir }, request.mode);
+      // Sorted runs (and a check's SSTs) go to the scratch directory too: inside the database, removed with it.
+      const result = await runServerImport(ctx, {
+        ...options,
+        import: { ...options.import, inputNames: [request.name], tmpDir: scratch.dir },
+      });
+      replyImportResult(ctx, result, {});
+    } finally {
+      scratch.release();
+    }
+  });
+}

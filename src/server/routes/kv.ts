@@ -1,0 +1,40 @@
+/**
+ * GET, PUT and DELETE /v1/kv/{key}: one key. The key is the path's percent-encoded bytes (hex
+ * digits with ?hex=1; see urlBytes.ts).
+ *
+ *   GET    → 200, the value as application/octet-stream; 404 NOT_FOUND when absent
+ *   PUT    → 204 once the write is in the WAL (fdatasynced under --sync); body = the value
+ *   DELETE → 204 likewise
+ * A write's 204 carries `Ingest-Sequence: N`, its sequence number. A write into a span an import
+ * has latched waits for it (at most the engine's latch timeout: then 503 LATCH_TIMEOUT).
+ */
+import { RequestContext, replyNoContent } from '../requestContext';
+import { HttpError, tooLarge } from '../httpErrors';
+import { readBody } from '../requestBody';
+import { keyOf, percentDecode } from '../urlBytes';
+
+function pathKey(ctx: RequestContext): Buffer {
+  return keyOf(percentDecode(ctx.param, 'the key'), ctx.hex, 'the key', ctx.limits.maxKeyBytes);
+}
+
+export async function getKey(ctx: RequestContext): Promise<void> {
+  const key = pathKey(ctx);
+  const value = ctx.engine.get(key);
+  if (value === null) throw new HttpError(404, 'NOT_FOUND', `key 0x${key.toString('hex')} not found`);
+  ctx.res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': value.length });
+  ctx.res.end(value);
+}
+
+export async function putKey(ctx: RequestContext): Promise<void> {
+  const key = pathKey(ctx);
+  const value = await readBody(ctx.req, ctx.limits.maxValueBytes, `PUT of key 0x${key.toString('hex')}`);
+  if (value.length > ctx.limits.maxValueBytes) throw tooLarge(`the value is over ${ctx.limits.maxValueBytes} bytes`);
+  const sequence = await ctx.engine.put(key, value, { sync: ctx.syncWrites });
+  replyNoContent(ctx, sequence);
+}
+
+export async function deleteKey(ctx: RequestContext): Promise<void> {
+  const key = pathKey(ctx);
+  const sequence = await ctx.engine.delete(key, { sync: ctx.syncWrites });
+  replyNoContent(ctx, sequence);
+}

@@ -1,0 +1,277 @@
+/**
+ * `ingest serve`: the engine as an HTTP/1.1 service. One process owns the database (its LOCK),
+ * serves reads and writes from it, and lands imports into it while it serves (docs/serve.md).
+ *
+ * Why Node's own http module and not fastify: the API is seven routes with byte keys in the path
+ * and bodies that stream to disk, which a framework's JSON-schema routing and body parsing would
+ * get in the way of; and bench/serve.ts measures the two stacks' empty routes side by side (see
+ * docs/serve.md for the figures): node:http answers more requests per second on this machine.
+ *
+ * Lifecycle:
+ *   start   open the engine (creating the database when missing), listen, write DIR/SERVER
+ *           (serverRecord.ts), print nothing itself (the CLI prints the one JSON line);
+ *   serve   each request: in-flight limit (429), draining (503), route (404/405), token (401),
+ *           a time limit (408), the handler; a throw becomes the JSON error (httpErrors.ts);
+ *   close   stop accepting, close idle keep-alive connections, let in-flight requests finish (at
+ *           most drainTimeoutMs, then cut them off), close the engine (it syncs the WAL and
+ *           releases the LOCK), remove DIR/SERVER.
+ * A write is acknowledged only once it is in the WAL (fdatasynced with --sync), so SIGKILL loses
+ * nothing acknowledged: recovery replays the WAL. An import lands in one manifest edit or not at
+ * all; its scratch directory is removed by the next open after a kill.
+ */
+import * as http from 'http';
+import { AddressInfo, Socket } from 'net';
+import { Engine, EngineOptions } from '../engine/engine';
+import { IngestError } from '../util/errors';
+import { DEFAULT_LIMITS, ServerLimits } from './limits';
+import { TokenCheck } from './auth';
+import { ImportQueue } from './importQueue';
+import { HttpError, RETRY_AFTER_SECONDS, errorReplyOf } from './httpErrors';
+import { RequestContext, queryFlag } from './requestContext';
+import { Route, resolveRoute, routeTable } from './routes';
+import { statsRoute } from './routes/stats';
+import { parseQuery } from './urlBytes';
+import { removeServerRecord, writeServerRecord } from './serverRecord';
+
+export const DEFAULT_PORT = 7420;
+export const DEFAULT_HOST = '127.0.0.1';
+const MAX_QUERY_PARAMETERS = 64;
+
+export interface ServeOptions {
+  dbDir: string;
+  host?: string;
+  /** 0: any free port (tests). */
+  port?: number;
+  /** Required unless the host is a loopback address. */
+  token?: string;
+  /** fdatasync the WAL before acknowledging each write. */
+  sync?: boolean;
+  limits?: Partial<ServerLimits>;
+  engine?: Omit<EngineOptions, 'sync'>;
+  /** One line per server-side failure (5xx) and per lifecycle step; default stderr. */
+  log?: (line: string) => void;
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+export class IngestServer {
+  private readonly http: http.Server;
+  private readonly routes: ReturnType<typeof routeTable>;
+  private readonly imports: ImportQueue;
+  private readonly tokenCheck: TokenCheck | null;
+  private readonly sockets = new Set<Socket>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private draining = false;
+  private closePromise: Promise<void> | null = null;
+  private requests = 0;
+  private errors = 0;
+  url = '';
+
+  private constructor(
+    readonly engine: Engine,
+    readonly limits: Readonly<ServerLimits>,
+    private readonly opts: ServeOptions,
+  ) {
+    this.imports = new ImportQueue(limits.maxConcurrentImports, limits.maxQueuedImports);
+    this.tokenCheck = opts.token === undefined ? null : new TokenCheck(opts.token);
+    this.routes = routeTable(statsRoute(() => this.counters()));
+    this.http = http.createServer(
+      {
+        maxHeaderSize: limits.maxHeaderBytes,
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.importTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+      },
+      (req, res) => this.track(this.handle(req, res)),
+    );
+    this.http.maxConnections = limits.maxConnections;
+    this.http.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    this.http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
+  }
+
+  /** Opens the engine and listens; fails (nothing left open) on bad options or a locked database. */
+  static async start(opts: ServeOptions): Promise<IngestServer> {
+    const host = opts.host ?? DEFAULT_HOST;
+    if (!isLoopbackHost(host) && opts.token === undefined) {
+      throw new IngestError('USAGE', `binding ${host} (not a loopback address) needs a token: --token-file F`);
+    }
+    const limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    const engine = await Engine.open(opts.dbDir, { ...opts.engine, sync: opts.sync === true });
+    const server = new IngestServer(engine, limits, opts);
+    try {
+      await server.listen(host, opts.port ?? DEFAULT_PORT);
+    } catch (err) {
+      await engine.close();
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new IngestError('IO', `cannot listen on ${host}:${opts.port ?? DEFAULT_PORT}: ${code ?? (err as Error).message}`, {
+        cause: err,
+      });
+    }
+    writeServerRecord(engine.dir, { url: server.url, pid: process.pid });
+    return server;
+  }
+
+  private listen(host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => {
+        this.http.off('error', reject);
+        const a = this.http.address() as AddressInfo;
+        this.url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+        resolve();
+      });
+    });
+  }
+
+  private log(line: string): void {
+    (this.opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(line);
+  }
+
+  private counters(): { connections: number; inFlightRequests: number; requests: number; errors: number } {
+    return { connections: this.sockets.size, inFlightRequests: this.inFlight.size, requests: this.requests, errors: this.errors };
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  /** A request Node's parser refused (bad request line, headers too large, ...): a JSON 400/431, then close. */
+  private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    this.errors++;
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const code = status === 408 ? 'TIMEOUT' : status === 431 ? 'TOO_LARGE' : 'BAD_INPUT';
+    const body = JSON.stringify({ error: { code, message: `malformed HTTP request (${err.code ?? err.message})` } });
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  }
+
+  // --- requests ------------------------------------------------------------------------------------
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.requests++;
+    let timer: NodeJS.Timeout | null = null;
+    try {
+      if (this.draining) throw new HttpError(503, 'UNAVAILABLE', 'the server is shutting down');
+      if (this.inFlight.size > this.limits.maxInFlightRequests) {
+        throw new HttpError(429, 'BUSY', `${this.inFlight.size} requests in flight, the most this server takes`);
+      }
+      const ctx = this.contextOf(req, res);
+      const route = ctx.route;
+      if (!route.public && this.tokenCheck !== null) this.tokenCheck.check(req);
+      timer = this.deadline(ctx, route.isImport ? this.limits.importTimeoutMs : this.limits.requestTimeoutMs);
+      await route.handler(ctx);
+    } catch (err) {
+      this.replyError(req, res, err);
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+    }
+  }
+
+  private contextOf(req: http.IncomingMessage, res: http.ServerResponse): RequestContext & { route: Route } {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    const { route, param } = resolveRoute(this.routes, req.method ?? 'GET', rawPath);
+    const query = parseQuery(q < 0 ? '' : url.slice(q + 1), MAX_QUERY_PARAMETERS);
+    return {
+      req,
+      res,
+      route,
+      param,
+      query,
+      hex: queryFlag(query, 'hex'),
+      engine: this.engine,
+      limits: this.limits,
+      imports: this.imports,
+      syncWrites: this.opts.sync === true,
+    };
+  }
+
+  /** After `ms`, a 408 if nothing was sent yet, else the connection is cut (the client sees a truncated reply). */
+  private deadline(ctx: RequestContext, ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      if (ctx.res.writableEnded) return;
+      if (!ctx.res.headersSent) this.replyError(ctx.req, ctx.res, new HttpError(408, 'TIMEOUT', `the request took over ${ms} ms`));
+      ctx.req.destroy();
+    }, ms);
+    timer.unref();
+    return timer;
+  }
+
+  private replyError(req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void {
+    this.errors++;
+    const reply = errorReplyOf(err);
+    if (reply.status >= 500)
+      this.log(
+        `${req.method} ${(req.url ?? '').slice(0, 200)}: ${reply.status} ${reply.code}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      );
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = JSON.stringify({ error: { code: reply.code, message: reply.message } });
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      ...reply.headers,
+    };
+    const retryAfter = RETRY_AFTER_SECONDS[reply.status];
+    if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
+    // A body not read to its end cannot be skipped safely on a kept-alive connection: close it.
+    if (!req.complete || this.draining) headers.connection = 'close';
+    res.writeHead(reply.status, headers);
+    res.end(body);
+  }
+
+  // --- shutdown ------------------------------------------------------------------------------------
+
+  /** Drains and stops (idempotent): see the module comment. */
+  close(): Promise<void> {
+    if (this.closePromise === null) this.closePromise = this.closeOnce();
+    return this.closePromise;
+  }
+
+  private async closeOnce(): Promise<void> {
+    this.draining = true;
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.http.closeIdleConnections();
+    const drained = await this.waitForInFlight(this.limits.drainTimeoutMs);
+    if (!drained) this.log(`drain: ${this.inFlight.size} request(s) still running after ${this.limits.drainTimeoutMs} ms; cut off`);
+    this.http.closeAllConnections();
+    for (const s of this.sockets) s.destroy();
+    await closed;
+    // Cut-off requests unwind (their imports clean up) before the engine goes.
+    await this.waitForInFlight(this.limits.drainTimeoutMs);
+    // The record goes while the LOCK is still ours, so it never names a server that is gone.
+    removeServerRecord(this.engine.dir);
+    await this.engine.close();
+  }
+
+  /** True when every in-flight request finished within `ms`. */
+  private async waitForInFlight(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | null = null;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    try {
+      while (this.inFlight.size > 0) {
+        const done = await Promise.race([Promise.allSettled([...this.inFlight]).then(() => true), timeout]);
+        if (!done) return false;
+      }
+      return true;
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+    }
+  }
+}
