@@ -469,6 +469,28 @@ export class Engine {
     return this.commit(batch, opts);
   }
 
+  /**
+   * Resolves once every write that has returned so far is written to the OS (not fdatasynced):
+   * after it, a process crash (SIGKILL) loses none of them, though a machine crash still can,
+   * as without `sync`. Unsynced writes reach the OS at the end of the event-loop turn that
+   * logged them (wal/logWriter.ts), so this waits for that write rather than issuing its own:
+   * everyone who asks in one turn shares one write() (group commit). A server acknowledges a
+   * write only after it (src/server/routes/kv.ts), so SIGKILL loses nothing acknowledged.
+   */
+  flushWal(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      // Queued after the log writer's own end-of-turn write (immediates run in order).
+      setImmediate(() => {
+        try {
+          if (!this.closed) this.wal.flush();
+          resolve();
+        } catch (err) {
+          reject(err);
+        }
+      });
+    });
+  }
+
   private waitForLatch(latch: HeldLatch, what: string): Promise<void> {
     this.latches.writesDelayed++;
     return this.latches.waitForRelease(latch, this.latchWaitTimeoutMs, what);

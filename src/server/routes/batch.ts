@@ -14,6 +14,7 @@ import { compareUserKeys } from '../../base/keyCompare';
 import { RequestContext, replyJson } from '../requestContext';
 import { badRequest, tooLarge } from '../httpErrors';
 import { readBody } from '../requestBody';
+import { acknowledgeable } from './kv';
 import { bytesOfJsonString } from '../urlBytes';
 
 type Operation =
@@ -73,5 +74,6 @@ export async function postBatch(ctx: RequestContext): Promise<void> {
     else batch.deleteRange(op.start, op.end);
   }
   const sequence = await ctx.engine.write(batch, { sync: ctx.syncWrites });
+  await acknowledgeable(ctx);
   replyJson(ctx, 200, { sequence, count: ops.length });
 }

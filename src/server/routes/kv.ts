@@ -3,7 +3,7 @@
  * digits with ?hex=1; see urlBytes.ts).
  *
  *   GET    → 200, the value as application/octet-stream; 404 NOT_FOUND when absent
- *   PUT    → 204 once the write is in the WAL (fdatasynced under --sync); body = the value
+ *   PUT    → 204 once the write is in the WAL, written to the OS (fdatasynced under --sync); body = the value
  *   DELETE → 204 likewise
  * A write's 204 carries `Ingest-Sequence: N`, its sequence number. A write into a span an import
  * has latched waits for it (at most the engine's latch timeout: then 503 LATCH_TIMEOUT).
@@ -12,6 +12,15 @@ import { RequestContext, replyNoContent } from '../requestContext';
 import { HttpError, tooLarge } from '../httpErrors';
 import { readBody } from '../requestBody';
 import { keyOf, percentDecode } from '../urlBytes';
+
+/**
+ * Waits until the write may be acknowledged: in the WAL on disk with --sync (the write itself
+ * synced it), else written to the OS, so that a SIGKILL after the 204 loses nothing. Writes of
+ * one event-loop turn share that one write() (Engine.flushWal).
+ */
+export async function acknowledgeable(ctx: RequestContext): Promise<void> {
+  if (!ctx.syncWrites) await ctx.engine.flushWal();
+}
 
 function pathKey(ctx: RequestContext): Buffer {
   return keyOf(percentDecode(ctx.param, 'the key'), ctx.hex, 'the key', ctx.limits.maxKeyBytes);
@@ -30,11 +39,13 @@ export async function putKey(ctx: RequestContext): Promise<void> {
   const value = await readBody(ctx.req, ctx.limits.maxValueBytes, `PUT of key 0x${key.toString('hex')}`);
   if (value.length > ctx.limits.maxValueBytes) throw tooLarge(`the value is over ${ctx.limits.maxValueBytes} bytes`);
   const sequence = await ctx.engine.put(key, value, { sync: ctx.syncWrites });
+  await acknowledgeable(ctx);
   replyNoContent(ctx, sequence);
 }
 
 export async function deleteKey(ctx: RequestContext): Promise<void> {
   const key = pathKey(ctx);
   const sequence = await ctx.engine.delete(key, { sync: ctx.syncWrites });
+  await acknowledgeable(ctx);
   replyNoContent(ctx, sequence);
 }
