@@ -13,6 +13,8 @@
  * - The conflict check: checkSstConflicts / checkSstConflictsSliced, and ingestWithConflictCheck
  *   (check, policy and ingestion as one latched step on an open engine).
  * - The table format: SstFileWriter and TableReader (RocksDB 7.8 BlockBasedTable, both ways).
+ * - The server: IngestServer.start({ dbDir, port, token, limits }) (`ingest serve`, docs/serve.md),
+ *   for an application that wants the HTTP API inside its own process; close() drains.
  * - Errors: IngestError with a stable `code`, CorruptionError, and exitCodeFor (the CLI's mapping).
  *
  * Layering: this file is an entry point, like cli/: it only re-exports from the layers below.
@@ -67,5 +69,10 @@ export type { TableReaderOptions, TableEntry, RangeTombstone } from './sstable/r
 export { CompressionType } from './sstable/compression';
 export { ChecksumType } from './sstable/checksum';
 
-export { IngestError, CorruptionError, exitCodeFor } from './util/errors';
+export { IngestServer, DEFAULT_HOST, DEFAULT_PORT } from './server/server';
+export type { ServeOptions } from './server/server';
+export { DEFAULT_LIMITS } from './server/limits';
+export type { ServerLimits } from './server/limits';
+
+export { IngestError, CorruptionError, DbLockedError, exitCodeFor } from './util/errors';
 export type { ErrorCode } from './util/errors';
