@@ -105,6 +105,15 @@ export interface DbImportOptions {
   replaceRange?: ReplaceRangeRequest;
   /** The same as mode 'plan' (run import, check and policy, then plan the ingestion instead of doing it). */
   dryRun?: boolean;
+  /**
+   * Re-read and check every block of the SSTs before ingesting them. Default false for the SSTs
+   * this run wrote itself: each block's checksum was computed from the bytes as they were
+   * written, the files were fsynced before they were renamed into place, and the conflict scan
+   * has just read them through checksum-verifying reads; what a re-read would still catch is a
+   * disk that corrupts data at rest within seconds, which RocksDB's own default
+   * (verify_checksums_before_ingest = false) does not guard against either. Default true for
+   * `prebuilt` files, which come from outside. docs/import.md says what each choice guards.
+   */
   verifyChecksums?: boolean;
   allowBlockingFlush?: boolean;
   /**
@@ -329,7 +338,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const paths = summary.outputFiles.map((f) => f.path);
     const replaceRange = resolveReplaceRange(o.replaceRange, summary);
     const ingestOptions: IngestOptions = {
-      verifyChecksums: o.verifyChecksums,
+      verifyChecksums: o.verifyChecksums ?? o.prebuilt !== undefined,
       allowBlockingFlush: o.allowBlockingFlush,
       replaceRange,
       verifyWorkerNiceness: o.engine !== undefined ? liveWorkerNiceness(o) : 0,
