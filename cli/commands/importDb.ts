@@ -10,7 +10,7 @@
  * Options (besides every import option): --db DIR; --on-conflict abort|overwrite|skip (default
  * abort); the check's --conflict-strategy, --report FILE, --max-reported N; --replace-range
  * [FROM..TO] (either bound may be left out: FROM.., ..TO; keys typed as --key reads them);
- * --dry-run (import only; `plan` always); --no-create-if-missing; --no-verify-checksums;
+ * --dry-run (import only; `plan` always); --no-create-if-missing; --verify-checksums (re-read the new SSTs first);
  * --no-blocking-flush.
  *
  * Exit codes: 0 ingested (or planned: a plan exits 0 even with conflicts, and shows them);

@@ -167,7 +167,11 @@ export const DB_POLICY_OPTIONS: readonly OptionDef[] = [
     description: "replace every key in [FROM, TO) (default: the import's first key to just past its last)",
   },
   { flags: '--no-create-if-missing', description: 'fail when DIR holds no database (default: create it)' },
-  { flags: '--no-verify-checksums', description: 'do not re-read every block of the new SSTs before ingesting' },
+  {
+    flags: '--verify-checksums',
+    description: 're-read every block of the new SSTs before ingesting (default: no: checksummed as written, read whole by the check)',
+  },
+  { flags: '--no-verify-checksums', description: 'do not re-read the new SSTs (the default; kept for scripts that say so)' },
   { flags: '--no-blocking-flush', description: 'fail instead of flushing a memtable that overlaps the import' },
 ];
 
@@ -212,7 +216,8 @@ export interface DbPolicyCliOptions {
   /** true for a bare --replace-range (the import's own span). */
   replaceRange?: string | true;
   createIfMissing: boolean;
-  verifyChecksums: boolean;
+  /** undefined unless --verify-checksums or --no-verify-checksums was given: the library's default (no re-read). */
+  verifyChecksums?: boolean;
   blockingFlush: boolean;
 }
 

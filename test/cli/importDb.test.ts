@@ -344,3 +344,16 @@ test('usage: database options need --db; skip does not go with --replace-range; 
   expect((await run('import', input.file, ...DIALECT, '--output-dir', path.join(root, 'out'))).code).toBe(0);
   expect(fs.existsSync(path.join(root, 'out', '000001.sst'))).toBe(true);
 });
+
+test('--verify-checksums re-reads the new SSTs (and needs --db); --no-verify-checksums, the default, is still taken', async () => {
+  const input = changedInput();
+  const refused = await run('import', input.file, ...DIALECT, '--output-dir', path.join(root, 'o'), '--verify-checksums');
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('--verify-checksums need --db');
+  for (const flag of ['--verify-checksums', '--no-verify-checksums']) {
+    const dir = path.join(root, `db${flag}`);
+    const r = await run('import', input.file, ...DIALECT, '--db', dir, flag, '--json');
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { ingest: { files: unknown[] } }).ingest.files.length).toBeGreaterThan(0);
+  }
+});
