@@ -26,6 +26,9 @@ import {
   dbImportOptionsOf,
 } from './importOptions';
 import { runInterruptible } from './interrupt';
+import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
+import { runRemoteImport } from './importRemote';
+import { IngestError } from '../../src/util/errors';
 
 interface CheckCliOptions extends ConflictCheckCliOptions, ImportCliOptions {
   db: string;
@@ -38,20 +41,30 @@ export function registerCheckCommand(program: Command): void {
     .description('import CSV files into temporary SSTs and check them against a database for conflicts (ingests nothing)')
     .argument('<inputs...>', 'CSV files, - for stdin, *.gz decompressed on the fly');
   addOptions(cmd, [
-    { flags: '--db <dir>', description: 'the database to check against', required: true },
+    { flags: '--db <dir>', description: 'the database to check against; or --server' },
+    ...SERVER_OPTIONS,
     { flags: '--output-dir <dir>', description: 'keep the SSTs here (default: a temp directory removed afterwards)' },
     ...CONFLICT_CHECK_OPTIONS,
     ...IMPORT_OPTIONS,
     { flags: '--json', description: 'print one JSON object {import, check, report} on stdout' },
     { flags: '--quiet', description: 'no progress and no human summary' },
   ]);
-  cmd.action((inputs: string[], o: CheckCliOptions) => runCheck(inputs, o));
+  cmd.action((inputs: string[], o: Omit<CheckCliOptions, 'db'> & TargetOptions) => {
+    const dir = dbDirOf(o, 'check');
+    if (dir === null && o.outputDir !== undefined) throw new IngestError('USAGE', 'check: --output-dir goes with --db, not --server');
+    return dir === null ? runRemoteImport(inputs, o, 'check') : runCheck(inputs, { ...o, db: dir });
+  });
 }
 
 async function runCheck(inputs: string[], o: CheckCliOptions): Promise<void> {
   const { options } = dbImportOptionsOf(inputs, o, 'check');
   const job = new DbImport({ ...options, mode: 'check', import: { ...options.import, progress: Progress.forStderr(o.quiet === true) } });
   const result: DbCheckResult = await runInterruptible(job, 'check abandoned');
+  printCheckResult(result, o);
+}
+
+/** Prints a check's result (--json: the document; else one line) and fails with exit 3 on conflicts. */
+export function printCheckResult(result: DbCheckResult, o: { json?: boolean; quiet?: boolean }): void {
   const s = result.report.summary;
   if (o.json === true) {
     process.stdout.write(`${JSON.stringify(dbCheckJson(result))}\n`);

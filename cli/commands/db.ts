@@ -36,9 +36,11 @@ import { currentFileName } from '../../src/engine/fileNames';
 import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/base/perfContext';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec, KeyFields } from './dbText';
+import { TargetOptions, dbDirOf, withServer } from './serverTarget';
+import { ServerClient } from '../../src/server/client';
+import { StatsReport } from '../../src/engine/statsReport';
 
-interface CommonOptions {
-  db: string;
+interface CommonOptions extends TargetOptions {
   hex?: boolean;
   key?: string;
   json?: boolean;
@@ -178,24 +180,44 @@ function printPerfToStderr(perf: PerfContext): void {
 
 // --- commands -------------------------------------------------------------------------------------
 
+/** The perf context is this process's: a read on a server's has none to print. */
+function refuseStatsWithServer(o: ReadCommandOptions): void {
+  if (o.stats === true) throw new IngestError('USAGE', "--stats prints this process's perf context; it does not go with --server");
+}
+
+/** GET /v1/stats without its "server" part: the document `stats --json` prints with --db. */
+async function remoteStatsReport(client: ServerClient): Promise<StatsReport> {
+  const document = await client.stats();
+  delete document.server;
+  return document as unknown as StatsReport;
+}
+
 async function putCommand(keyText: string, valueText: string, o: CommonOptions): Promise<void> {
   const codec = codecFor(o);
   const key = codec.parseKey(keyText, 'key');
   const value = codec.parseValue(valueText);
-  const sequence = await withDb(o.db, true, async (engine) => {
-    await engine.put(key, value);
-    return engine.lastSequence;
-  });
+  const dir = dbDirOf(o, 'put');
+  const sequence =
+    dir === null
+      ? await withServer(o, (client) => client.write('PUT', key, value))
+      : await withDb(dir, true, async (engine) => {
+          await engine.put(key, value);
+          return engine.lastSequence;
+        });
   if (o.json) printJson({ sequence });
   else process.stdout.write('OK\n');
 }
 
 async function deleteCommand(keyText: string, o: CommonOptions): Promise<void> {
   const key = codecFor(o).parseKey(keyText, 'key');
-  const sequence = await withDb(o.db, true, async (engine) => {
-    await engine.delete(key);
-    return engine.lastSequence;
-  });
+  const dir = dbDirOf(o, 'delete');
+  const sequence =
+    dir === null
+      ? await withServer(o, (client) => client.write('DELETE', key))
+      : await withDb(dir, true, async (engine) => {
+          await engine.delete(key);
+          return engine.lastSequence;
+        });
   if (o.json) printJson({ sequence });
   else process.stdout.write('OK\n');
 }
@@ -207,10 +229,14 @@ async function deleteRangeCommand(fromText: string, toText: string, o: CommonOpt
   // [from, to) with from == to is empty and writes nothing, as in RocksDB; from > to is a mistake.
   if (Buffer.compare(from, to) > 0)
     throw new IngestError('USAGE', `delete-range: from ${codec.displayKey(from)} is after to ${codec.displayKey(to)}`);
-  const sequence = await withDb(o.db, true, async (engine) => {
-    await engine.deleteRange(from, to);
-    return engine.lastSequence;
-  });
+  const dir = dbDirOf(o, 'delete-range');
+  const sequence =
+    dir === null
+      ? await withServer(o, (client) => client.batch([{ op: 'deleteRange', start: from.toString('hex'), end: to.toString('hex') }]))
+      : await withDb(dir, true, async (engine) => {
+          await engine.deleteRange(from, to);
+          return engine.lastSequence;
+        });
   if (o.json) printJson({ sequence });
   else process.stdout.write('OK\n');
 }
@@ -218,11 +244,16 @@ async function deleteRangeCommand(fromText: string, toText: string, o: CommonOpt
 async function getCommand(keyText: string, o: ReadCommandOptions): Promise<void> {
   const codec = codecFor(o);
   const key = codec.parseKey(keyText, 'key');
-  const { value, perf } = await withDb(o.db, false, (engine) => {
-    resetPerfContext();
-    const v = engine.get(key);
-    return { value: v, perf: snapshotPerfContext() };
-  });
+  const dir = dbDirOf(o, 'get');
+  if (dir === null) refuseStatsWithServer(o);
+  const { value, perf } =
+    dir === null
+      ? { value: await withServer(o, (client) => client.get(key)), perf: snapshotPerfContext() }
+      : await withDb(dir, false, (engine) => {
+          resetPerfContext();
+          const v = engine.get(key);
+          return { value: v, perf: snapshotPerfContext() };
+        });
   const keyFields: KeyFields = codec.keyFields(key);
   if (o.json) {
     const found = value === null ? { found: false } : { found: true, ...codec.valueFields(value) };
@@ -246,7 +277,18 @@ async function scanCommand(o: ScanOptions): Promise<void> {
   const limit = o.limit ?? Number.POSITIVE_INFINITY;
   ignoreEpipeOnStdout();
   const out = new StdoutLines();
-  const perf = await withDb(o.db, false, async (engine) => {
+  const line = (key: Buffer, value: Buffer): string =>
+    o.json
+      ? JSON.stringify({ ...codec.keyFields(key), ...codec.valueFields(value) })
+      : `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
+  const dir = dbDirOf(o, 'scan');
+  if (dir === null) {
+    refuseStatsWithServer(o);
+    await withServer(o, (client) => remoteScan(client, { from, to, limit, reverse: o.reverse === true }, out, line));
+    await out.flush();
+    return;
+  }
+  const perf = await withDb(dir, false, async (engine) => {
     resetPerfContext();
     const it = engine.newIterator({ lowerBound: from, upperBound: to });
     try {
@@ -260,12 +302,7 @@ async function scanCommand(o: ScanOptions): Promise<void> {
         it.first();
       }
       for (let n = 0; n < limit && it.valid() && !out.closed; n++) {
-        const key = it.key();
-        const value = it.value();
-        const line = o.json
-          ? JSON.stringify({ ...codec.keyFields(key), ...codec.valueFields(value) })
-          : `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
-        if (out.add(line)) await out.flush();
+        if (out.add(line(it.key(), it.value()))) await out.flush();
         if (o.reverse) it.prev();
         else it.next();
       }
@@ -278,9 +315,50 @@ async function scanCommand(o: ScanOptions): Promise<void> {
   if (o.stats) printPerfToStderr(perf);
 }
 
+/** Entries a remote scan asks for per request: each page is its own request (and snapshot). */
+export const REMOTE_SCAN_PAGE_ENTRIES = 100_000;
+
+interface ScanRange {
+  from: Buffer | undefined;
+  to: Buffer | undefined;
+  limit: number;
+  reverse: boolean;
+}
+
+/**
+ * A scan through the server, in pages of REMOTE_SCAN_PAGE_ENTRIES (the server caps one request's
+ * entries), each page starting just past the previous one's last key. Pages are separate reads,
+ * so a scan longer than a page is not one snapshot (docs/serve.md says so).
+ */
+async function remoteScan(client: ServerClient, r: ScanRange, out: StdoutLines, line: (k: Buffer, v: Buffer) => string): Promise<void> {
+  let from = r.from;
+  let to = r.to;
+  let left = r.limit;
+  while (left > 0 && !out.closed) {
+    const page = Math.min(left, REMOTE_SCAN_PAGE_ENTRIES);
+    const query = new URLSearchParams({ limit: String(page), reverse: r.reverse ? '1' : '0' });
+    if (from !== undefined) query.set('from', from.toString('hex'));
+    if (to !== undefined) query.set('to', to.toString('hex'));
+    let got = 0;
+    let last: Buffer | null = null;
+    await client.scan(query, async (key, value) => {
+      got++;
+      last = key;
+      if (out.add(line(key, value))) await out.flush();
+      return !out.closed;
+    });
+    left -= got;
+    if (got < page || last === null) return;
+    // The next page starts after `last`: its successor going forward, `last` itself (exclusive) going back.
+    if (r.reverse) to = last;
+    else from = Buffer.concat([last, Buffer.of(0)]);
+  }
+}
+
 async function statsCommand(o: CommonOptions): Promise<void> {
   const codec = codecFor(o);
-  const report = await withDb(o.db, false, (engine) => statsReportOf(engine));
+  const dir = dbDirOf(o, 'stats');
+  const report = dir === null ? await withServer(o, remoteStatsReport) : await withDb(dir, false, (engine) => statsReportOf(engine));
   if (o.json) {
     printJson(report);
     return;
@@ -309,7 +387,9 @@ async function compactCommand(o: CompactOptions): Promise<void> {
   const codec = codecFor(o);
   const from = o.from === undefined ? undefined : codec.parseKey(o.from, '--from');
   const to = o.to === undefined ? undefined : codec.parseKey(o.to, '--to');
-  const report = await withDb(o.db, false, async (engine) => {
+  const dir = dbDirOf(o, 'compact');
+  if (dir === null) throw new IngestError('USAGE', 'compact: the server has no compaction route; the server compacts in the background');
+  const report = await withDb(dir, false, async (engine) => {
     if (!hasCompactRange(engine)) {
       throw new IngestError('NOT_SUPPORTED', 'compaction is not available yet: this engine build has no compactRange');
     }
@@ -339,7 +419,9 @@ function nonNegativeInt(name: string): (v: string) => number {
 /** The options every database command takes. */
 function withCommonOptions(cmd: Command): Command {
   return cmd
-    .requiredOption('--db <dir>', 'database directory')
+    .option('--db <dir>', 'database directory')
+    .option('--server <url>', 'run against the `ingest serve` at this URL instead of --db (docs/serve.md)')
+    .option('--token-file <file>', "with --server: the server's token (its first line)")
     .option('--hex', 'keys and values are given and printed in hex (keys: unless --key is given)')
     .option('--key <spec>', 'keys are typed through this key spec, as in import: COL[:TYPE][,...], TYPE bytes|int64|uint64')
     .option('--json', 'machine-readable output (see docs/engine-cli.md)');

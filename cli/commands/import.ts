@@ -27,14 +27,15 @@ import {
   addOptions,
   toImportOptions,
 } from './importOptions';
+import { SERVER_OPTIONS, TargetOptions } from './serverTarget';
+import { runRemoteImport } from './importRemote';
 import { runDbImport } from './importDb';
 import { runInterruptible } from './interrupt';
 
 export { parseByteSize } from './importOptions';
 
-interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions {
+interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, TargetOptions {
   outputDir?: string;
-  db?: string;
   dryRun?: boolean;
 }
 
@@ -70,9 +71,24 @@ export function registerImportCommand(program: Command): void {
     .command('import')
     .description('import CSV files (- for stdin, .gz decompressed) as sorted, non-overlapping SSTs')
     .argument('<inputs...>', 'CSV files, - for stdin, *.gz decompressed on the fly');
-  addOptions(cmd, [OUTPUT_DIR, ...IMPORT_OPTIONS, ...OUTPUT, DB, ...CONFLICT_CHECK_OPTIONS, ...DB_POLICY_OPTIONS, DRY_RUN]);
+  addOptions(cmd, [
+    OUTPUT_DIR,
+    ...IMPORT_OPTIONS,
+    ...OUTPUT,
+    DB,
+    ...SERVER_OPTIONS,
+    ...CONFLICT_CHECK_OPTIONS,
+    ...DB_POLICY_OPTIONS,
+    DRY_RUN,
+  ]);
   cmd.action((inputs: string[], o: ImportCommandOptions, self: Command) => {
-    if (o.db !== undefined) return runDbImport(inputs, { ...o, db: o.db }, o.dryRun === true ? 'plan' : 'import');
+    const mode = o.dryRun === true ? 'plan' : 'import';
+    if (o.server !== undefined) {
+      if (o.db !== undefined || o.outputDir !== undefined)
+        throw new IngestError('USAGE', 'import: --server goes without --db and --output-dir');
+      return runRemoteImport(inputs, o, mode);
+    }
+    if (o.db !== undefined) return runDbImport(inputs, { ...o, db: o.db }, mode);
     const dbOnly = DB_ONLY.filter((name) => self.getOptionValueSource(name) === 'cli');
     if (dbOnly.length > 0) throw new IngestError('USAGE', `${dbOnly.map(flagOf).join(', ')} need --db`);
     return runImportToDir(inputs, o);

@@ -34,6 +34,8 @@ import {
   dbImportOptionsOf,
 } from './importOptions';
 import { runInterruptible } from './interrupt';
+import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
+import { runRemoteImport } from './importRemote';
 
 export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions {
   db: string;
@@ -46,14 +48,18 @@ export function registerPlanCommand(program: Command): void {
     .description('import CSV files, check them against a database and show where ingesting would put each file; links nothing')
     .argument('<inputs...>', 'CSV files, - for stdin, *.gz decompressed on the fly');
   addOptions(cmd, [
-    { flags: '--db <dir>', description: 'the database (must exist)', required: true },
+    { flags: '--db <dir>', description: 'the database (must exist); or --server' },
+    ...SERVER_OPTIONS,
     ...IMPORT_OPTIONS,
     ...CONFLICT_CHECK_OPTIONS,
     ...DB_POLICY_OPTIONS,
     { flags: '--json', description: 'print one JSON object on stdout' },
     { flags: '--quiet', description: 'no progress' },
   ]);
-  cmd.action((inputs: string[], o: DbImportCliOptions) => runDbImport(inputs, o, 'plan'));
+  cmd.action((inputs: string[], o: Omit<DbImportCliOptions, 'db'> & TargetOptions) => {
+    const dir = dbDirOf(o, 'plan');
+    return dir === null ? runRemoteImport(inputs, o, 'plan') : runDbImport(inputs, { ...o, db: dir }, 'plan');
+  });
 }
 
 /** `import --db` (mode 'import', or 'plan' with --dry-run) and `plan`: run, print, then fail with exit 3 when abort stopped it. */
@@ -66,6 +72,11 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
   const { options, codec } = dbImportOptionsOf(inputs, o, mode);
   const job = new DbImport({ ...options, mode, import: { ...options.import, progress: Progress.forStderr(o.quiet === true) } });
   const result = await runInterruptible(job, 'import abandoned');
+  printImportResult(result, o, codec);
+}
+
+/** Prints an import's or a plan's result (--json: the document; else the human lines) and fails with exit 3 when abort stopped it. */
+export function printImportResult(result: DbImportResult, o: { json?: boolean; quiet?: boolean }, codec: DbTextCodec): void {
   if (o.json === true) process.stdout.write(`${JSON.stringify(dbImportJson(result))}\n`);
   else if (o.quiet !== true) printHuman(result, codec);
   const failure = conflictFailure(result);

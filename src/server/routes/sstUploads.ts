@@ -138,7 +138,7 @@ function sstsOf(uploads: readonly Upload[]): Upload[] {
       throw badRequest(`upload ${u.name} has no ${u.name.slice(0, -'.origins'.length)}.sst beside it`);
     }
   }
-  if (ssts.length === 0) throw badRequest('upload: no SST (NAME.sst) in the body');
+  // No SST at all is an empty import (the CLI sends one for a CSV without rows): nothing to ingest.
   return ssts;
 }
 

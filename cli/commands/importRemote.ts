@@ -1,0 +1,105 @@
+/**
+ * `ingest import|check|plan <inputs...> --server URL [--token-file F]`: the import pipeline with
+ * its CPU-heavy half on this machine and its database half on the server, so the server's cores
+ * keep serving. Here: parse, sort and write the SSTs (src/ingest/importer.ts) into a private temp
+ * directory, each with its row-origins file; there: POST /v1/imports/sst (src/server/client.ts)
+ * verifies them, runs the conflict check against the live engine, applies the policy and lands
+ * them (docs/serve.md).
+ *
+ * Output and exit codes are those of `--db`: the same `--json` document with this machine's
+ * import summary as "import", `--report FILE` written here from the server's report, the same
+ * human lines, exit 3 on conflicts under abort (or a check that found some), 2 bad input or
+ * usage (a server's 400 included), 1 anything else (an unreachable server included).
+ * The temp directory goes at the end, on failure and on Ctrl-C.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { CsvImport, ImportSummary } from '../../src/ingest/importer';
+import { DbCheckResult, DbImportMode, DbImportResult } from '../../src/ingest/importIntoDb';
+import { Progress } from '../../src/ingest/progress';
+import { ConflictReport, writeConflictReport } from '../../src/conflict/report';
+import { ServerClient, UploadFile } from '../../src/server/client';
+import { IngestError } from '../../src/util/errors';
+import { DbTextCodec } from './dbText';
+import { PipelineCliOptions, toImportOptions } from './importOptions';
+import { TargetOptions, withServer } from './serverTarget';
+import { runInterruptible } from './interrupt';
+import { printImportResult } from './importDb';
+import { printCheckResult } from './check';
+
+export type RemoteCliOptions = Omit<PipelineCliOptions, 'db'> & TargetOptions & { json?: boolean; quiet?: boolean };
+
+/** The SSTs and, beside each, its row-origins file when the import wrote one. */
+function uploadsOf(summary: ImportSummary): UploadFile[] {
+  const files: UploadFile[] = [];
+  for (const f of summary.outputFiles) {
+    files.push({ name: path.basename(f.path), path: f.path });
+    const origins = f.path.replace(/\.sst$/, '.origins');
+    if (origins !== f.path && fs.existsSync(origins)) files.push({ name: path.basename(origins), path: origins });
+  }
+  return files;
+}
+
+/** The server's parameters for the policy and check options (importQuery.ts reads them as the CLI's). */
+function queryOf(o: RemoteCliOptions, mode: DbImportMode): URLSearchParams {
+  const q = new URLSearchParams({ mode, key: o.key, 'conflict-strategy': o.conflictStrategy, 'max-reported': String(o.maxReported) });
+  if (mode === 'check') return q;
+  if (o.onConflict !== undefined) q.set('on-conflict', o.onConflict);
+  // A bare --replace-range is the import's own span: "..", both bounds left to the server.
+  if (o.replaceRange !== undefined) q.set('replace-range', o.replaceRange === true ? '..' : o.replaceRange);
+  if (o.blockingFlush === false) q.set('blocking-flush', '0');
+  return q;
+}
+
+/** The run's result as `--db` would have it: the server's document with this machine's summary and report path. */
+function resultOf(
+  document: Record<string, unknown>,
+  summary: ImportSummary,
+  mode: DbImportMode,
+  o: RemoteCliOptions,
+  url: string,
+): DbImportResult | DbCheckResult {
+  const report = document.conflictReport as ConflictReport;
+  if (report === undefined || typeof report !== 'object')
+    throw new IngestError('IO', `the server at ${url} answered without a conflict report`);
+  const reportPath = o.report ?? null;
+  if (mode === 'check') return { mode: 'check', db: url, import: summary, report, reportPath };
+  const d = document as unknown as DbImportResult;
+  return { ...d, mode, db: d.db, import: summary, report, reportPath };
+}
+
+export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mode: DbImportMode): Promise<void> {
+  const settings = toImportOptions(inputs, o);
+  const codec = new DbTextCodec({ keySpec: settings.key });
+  const tmpRoot = settings.tmpDir ?? os.tmpdir();
+  fs.mkdirSync(tmpRoot, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-client-'));
+  const job = new CsvImport({
+    ...settings,
+    outputDir: dir,
+    tmpDir: settings.tmpDir ?? dir,
+    writeRowOrigins: true,
+    writeSummaryFile: false,
+    progress: Progress.forStderr(o.quiet === true),
+  });
+  const run = async (): Promise<DbImportResult | DbCheckResult> => {
+    const summary = await job.run();
+    return withServer(o, async (client: ServerClient) => {
+      const { document } = await client.uploadSsts(uploadsOf(summary), queryOf(o, mode));
+      return resultOf(document, summary, mode, o, client.url);
+    });
+  };
+  const cleanupSync = (): void => {
+    job.cleanupSync();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const result = await runInterruptible({ run, cleanupSync }, `${mode} abandoned`);
+    if (o.report !== undefined) writeConflictReport(o.report, result.report);
+    if (result.mode === 'check') printCheckResult(result, o);
+    else printImportResult(result, o, codec);
+  } finally {
+    cleanupSync();
+  }
+}
