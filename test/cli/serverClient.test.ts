@@ -1,0 +1,161 @@
+/**
+ * The CLI as a client of `ingest serve` (`--server URL`, cli/commands/serverTarget.ts,
+ * importRemote.ts): every database command and the import pipeline print what they print with
+ * `--db` and exit with the same codes, against a server started in this process on 127.0.0.1.
+ * Each comparison runs the same commands against a --db twin of the server's database.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { runCli } from '../support/cli';
+import { IngestServer } from '../../src/server/server';
+import { FIXTURES_DIR } from '../support/paths';
+
+const FIXTURE = path.join(FIXTURES_DIR, 'trades.csv');
+const DIALECT = ['--delimiter', '|', '--header', '--key', 't_id:int64', '--quiet'];
+const TOKEN = 'a-token-of-sufficient-length-0123';
+
+let root: string;
+let server: IngestServer;
+let secured: IngestServer;
+let twin: string;
+
+beforeAll(async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'server-client-'));
+  server = await IngestServer.start({ dbDir: path.join(root, 'served'), port: 0, log: () => undefined });
+  secured = await IngestServer.start({ dbDir: path.join(root, 'secured'), port: 0, token: TOKEN, log: () => undefined });
+  twin = path.join(root, 'twin');
+});
+afterAll(async () => {
+  await server.close();
+  await secured.close();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** Runs the same command against the server and the twin; returns both results. */
+async function both(...args: string[]): Promise<{ remote: Awaited<ReturnType<typeof runCli>>; local: Awaited<ReturnType<typeof runCli>> }> {
+  const remote = await runCli(...args, '--server', server.url);
+  const local = await runCli(...args, '--db', twin);
+  return { remote, local };
+}
+
+/** Drops what differs between two runs of the same import by nature: timings, paths, memory. */
+function comparable(stdout: string): unknown {
+  const d = JSON.parse(stdout) as Record<string, Record<string, unknown> | unknown>;
+  const strip = (o: unknown, keys: string[]): void => {
+    if (typeof o === 'object' && o !== null) for (const k of keys) delete (o as Record<string, unknown>)[k];
+  };
+  delete d.db;
+  strip(d.import, [
+    'phases',
+    'outputDir',
+    'outputFiles',
+    'peakRssBytes',
+    'rowsPerSecond',
+    'inputMiBPerSecond',
+    'parseThreads',
+    'parseRanges',
+  ]);
+  strip(d.check, ['scanSeconds', 'scanCpuSeconds', 'keyComparisons', 'engineBytesInSpan', 'strategyReason', 'engineKeysVisited']);
+  strip(d.ingest, ['seconds', 'latchHeldSeconds', 'files', 'lastSequence', 'memtableFlushes']);
+  // Nested measurements of the scan (an adaptive strategy's per-key costs) vary run to run.
+  const check = d.check as Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(check ?? {})) if (typeof v === 'object' && v !== null && check !== undefined) delete check[k];
+  return d;
+}
+
+test('put, get, delete, delete-range, scan and stats print the same and exit the same', async () => {
+  for (const [k, v] of [
+    ['a', '1'],
+    ['b', '2'],
+    ['c', '3'],
+    ['d\u00e9', '4'],
+  ]) {
+    const { remote, local } = await both('put', k, v, '--json');
+    expect(remote).toEqual(local);
+  }
+  expect((await both('delete', 'b', '--json')).remote.code).toBe(0);
+  const range = await both('delete-range', 'c', 'd', '--json');
+  expect(range.remote).toEqual(range.local);
+  for (const args of [
+    ['get', 'a'],
+    ['get', 'a', '--json'],
+    ['get', 'b'],
+    ['get', 'zz', '--json'],
+    ['scan', '--json'],
+    ['scan', '--reverse', '--limit', '2'],
+    ['scan', '--hex', '--json'],
+  ]) {
+    const { remote, local } = await both(...args);
+    expect(remote).toEqual(local);
+  }
+  expect((await both('get', 'b')).remote.code).toBe(1);
+  const stats = await both('stats', '--json');
+  expect(JSON.parse(stats.remote.stdout).lastSequence).toBe(JSON.parse(stats.local.stdout).lastSequence);
+  expect(Object.keys(JSON.parse(stats.remote.stdout))).toEqual(Object.keys(JSON.parse(stats.local.stdout)));
+});
+
+test('import, check and plan: same documents and exit codes, the report written here naming the CSV line', async () => {
+  // The same live value on both sides, so the import conflicts on one key.
+  await both('put', '200000000000042', 'live', '--key', 't_id:int64');
+  const remoteReport = path.join(root, 'remote-report.json');
+  const remote = await runCli('import', FIXTURE, ...DIALECT, '--json', '--server', server.url, '--report', remoteReport);
+  const local = await runCli('import', FIXTURE, ...DIALECT, '--json', '--db', twin, '--report', path.join(root, 'local-report.json'));
+  expect(remote.code).toBe(3);
+  expect(local.code).toBe(3);
+  const remoteDoc = comparable(remote.stdout) as Record<string, unknown>;
+  const localDoc = comparable(local.stdout) as Record<string, unknown>;
+  expect({ ...remoteDoc, report: null }).toEqual({ ...localDoc, report: null });
+  const report = JSON.parse(fs.readFileSync(remoteReport, 'utf8')) as {
+    conflicts: { key: string; source: { file: string; line: number } }[];
+  };
+  expect(report.conflicts.map((c) => c.key)).toEqual(['200000000000042']);
+  expect(report.conflicts[0].source.file).toBe(FIXTURE);
+  expect(remote.stderr).toContain('line');
+
+  const check = await both('check', FIXTURE, ...DIALECT, '--json');
+  expect(check.remote.code).toBe(3);
+  expect(comparable(check.remote.stdout)).toEqual(comparable(check.local.stdout));
+  const plan = await both('plan', FIXTURE, ...DIALECT, '--json');
+  expect(plan.remote.code).toBe(0);
+  expect(plan.local.code).toBe(0);
+
+  const overwrite = await both('import', FIXTURE, ...DIALECT, '--on-conflict', 'overwrite', '--json');
+  expect(overwrite.remote.code).toBe(0);
+  expect(comparable(overwrite.remote.stdout)).toEqual(comparable(overwrite.local.stdout));
+  const after = await both('get', '200000000000042', '--key', 't_id:int64');
+  expect(after.remote.stdout).toEqual(after.local.stdout);
+  expect(after.remote.stdout).not.toContain('live');
+});
+
+test('bad input through the server exits 2 naming the file and line; nothing lands', async () => {
+  const bad = path.join(root, 'bad.csv');
+  fs.writeFileSync(bad, 'id,v\n1,a\n2,b,c\n');
+  const r = await runCli('import', bad, '--header', '--quiet', '--server', server.url);
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain(`${bad} line 3`);
+  expect((await runCli('get', '1', '--server', server.url)).code).toBe(1);
+});
+
+test('a token: missing or wrong exits 2, the right one works; an unreachable server exits 1 naming its URL', async () => {
+  const tokenFile = path.join(root, 'token');
+  const wrongFile = path.join(root, 'wrong');
+  fs.writeFileSync(tokenFile, `${TOKEN}\n`);
+  fs.writeFileSync(wrongFile, 'not-the-token-but-long-enough\n');
+  expect((await runCli('put', 'k', 'v', '--server', secured.url)).code).toBe(2);
+  const wrong = await runCli('put', 'k', 'v', '--server', secured.url, '--token-file', wrongFile);
+  expect(wrong.code).toBe(2);
+  expect(wrong.stderr).toContain('invalid token');
+  expect((await runCli('put', 'k', 'v', '--server', secured.url, '--token-file', tokenFile)).code).toBe(0);
+  const gone = await runCli('get', 'k', '--server', 'http://127.0.0.1:9');
+  expect(gone.code).toBe(1);
+  expect(gone.stderr).toContain('http://127.0.0.1:9');
+});
+
+test('--db on the directory a server holds names the server and suggests --server; --db with --server is usage', async () => {
+  const held = await runCli('get', 'a', '--db', path.join(root, 'served'));
+  expect(held.code).toBe(1);
+  expect(held.stderr).toContain(`use --server ${server.url}`);
+  expect((await runCli('get', 'a', '--db', twin, '--server', server.url)).code).toBe(2);
+  expect((await runCli('get', 'a')).code).toBe(2);
+});
