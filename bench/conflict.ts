@@ -20,6 +20,10 @@
  *    SST is read through a block cache kept across runs; each strategy warms up for
  *    WARMUP_SECONDS, then they run interleaved in batches (about 20 ms each) and the figure is
  *    the median per-scan CPU time of the scan step alone, with the key comparisons of one scan.
+ *    A fourth strategy, auto (adaptive, src/conflict/adaptiveScan.ts), runs in the same rounds: per
+ *    cell its time is printed beside the faster of seek+next and get, with the ratio and the share
+ *    of SST keys it classified by point lookups; at the end, the worst ratio over the grid
+ *    (target: at most 1.15x in every cell).
  *    Target: trySeekUsingNext at least 4x faster than plain seek in overlap=true cells, never
  *    slower in the others. (overlap=false cells take the empty-span fast path, the same code in
  *    both strategies: their ratio is noise around 1.) Also printed per cell: the lowest and
@@ -37,8 +41,9 @@
  *    RocksDB database and does one SeekGE per sorted SST key. Our engine holds the data through
  *    puts and flushes (the L0 files, disjoint, moved to L6). Both sides keep the database's
  *    blocks in a cache large enough for all of it, and read the new SST from its file every run
- *    (no cache): a warm-up, then the median of --runs. Target: our key rate at least half of
- *    RocksDB's.
+ *    (no cache): a warm-up, then the median of --runs rounds, each running seek+next, get and
+ *    auto once in a rotating order. Targets: our key rate at least half of RocksDB's; auto within
+ *    1.15x of the faster of seek+next and get.
  *
  * Usage: npm run build && node dist/bench/conflict.js [--grid-only | --peer-only] [--runs N]
  *        [--peer-keys N] [--layout compacted|flushed] [--json] [--keep DIR]
@@ -310,34 +315,74 @@ function measureInterleaved(engine: Engine, run: SstRun, strategies: typeof STRA
   }));
 }
 
-/** Times one strategy opening the SSTs every run (no cache for them), as an import would. */
-function measureCold(engine: Engine, paths: string[], opts: CheckSstConflictsOptions, runs: number): Measured {
-  const run = (): ConflictSummary => checkSstConflicts(engine, paths, { maxReported: 0, ...opts }).summary;
-  run(); // warm-up: the engine's blocks cached, the SST in the OS page cache
-  const cpu: number[] = [];
-  const wall: number[] = [];
-  let summary = run();
-  for (;;) {
-    cpu.push(summary.scanCpuSeconds);
-    wall.push(summary.scanSeconds);
-    if (cpu.length >= Math.max(MIN_RUNS, runs)) break;
-    summary = run();
+/**
+ * Times strategies opening the SSTs every run (no cache for them), as an import would: a warm-up
+ * of each, then `runs` rounds, each running every strategy once in a rotating order, so that the
+ * medians compare runs made under the same conditions.
+ */
+function measureColdInterleaved(engine: Engine, paths: string[], strategies: typeof STRATEGIES, runs: number): Measured[] {
+  const once = (opts: CheckSstConflictsOptions): ConflictSummary => checkSstConflicts(engine, paths, { maxReported: 0, ...opts }).summary;
+  // Warm-up: the engine's blocks cached, the SST in the OS page cache, the code compiled.
+  const last = strategies.map((s) => once(s.opts));
+  const cpu: number[][] = strategies.map(() => []);
+  const wall: number[][] = strategies.map(() => []);
+  for (let r = 0; r < Math.max(MIN_RUNS, runs); r++) {
+    strategies.forEach((_, position) => {
+      const i = (r + position) % strategies.length;
+      last[i] = once(strategies[i].opts);
+      cpu[i].push(last[i].scanCpuSeconds);
+      wall[i].push(last[i].scanSeconds);
+    });
   }
-  return {
-    seconds: median(cpu),
-    wallSeconds: median(wall),
-    keyComparisons: summary.keyComparisons,
+  return strategies.map((_, i) => ({
+    seconds: median(cpu[i]),
+    wallSeconds: median(wall[i]),
+    keyComparisons: last[i].keyComparisons,
     blocksEntered: null,
-    roundSeconds: cpu,
-    summary,
-  };
+    roundSeconds: cpu[i],
+    summary: last[i],
+  }));
 }
 
 const STRATEGIES: Array<{ name: string; opts: CheckSstConflictsOptions }> = [
   { name: 'seek+next', opts: { strategy: 'seek', trySeekUsingNext: true } },
   { name: 'seek', opts: { strategy: 'seek', trySeekUsingNext: false } },
   { name: 'get', opts: { strategy: 'get' } },
+  { name: 'auto', opts: { strategy: 'auto' } },
 ];
+
+/** The strategies auto chooses between; its target is the faster of them in every cell. */
+const AUTO_CANDIDATES = ['seek+next', 'get'];
+/** auto's time over the best candidate's, at most, in every grid cell and the 1M-key case. */
+const AUTO_TARGET_RATIO = 1.15;
+
+/** auto against the best candidate in one measurement (medians of the same interleaved rounds). */
+interface AutoVersusBest {
+  autoMs: number;
+  bestMs: number;
+  best: string;
+  /** autoMs / bestMs. */
+  ratio: number;
+  /** Share of the SST keys auto classified by point lookups (its last run). */
+  autoGetShare: number;
+}
+
+function autoVersusBest(msOf: (name: string) => number, autoSummary: ConflictSummary): AutoVersusBest {
+  const best = AUTO_CANDIDATES.reduce((a, b) => (msOf(b) < msOf(a) ? b : a));
+  const adaptive = autoSummary.adaptive;
+  return {
+    autoMs: msOf('auto'),
+    bestMs: msOf(best),
+    best,
+    ratio: msOf('auto') / msOf(best),
+    autoGetShare: adaptive === null ? 0 : adaptive.getKeys / Math.max(1, autoSummary.sstKeys),
+  };
+}
+
+/** "auto 0.430 ms, best get 0.412 ms, 1.04x, get 97%": for the tables. */
+function showAutoVersusBest(a: AutoVersusBest): string {
+  return `${a.autoMs.toFixed(3).padStart(8)} ${a.best.padStart(9)} ${a.bestMs.toFixed(3).padStart(8)} ${a.ratio.toFixed(2).padStart(5)}x ${`${Math.round(a.autoGetShare * 100)}%`.padStart(4)}`;
+}
 
 interface GridCell {
   engineKeys: number;
@@ -350,7 +395,8 @@ interface GridCell {
   /** The lowest and highest of the per-round ratios (the same rounds, interleaved): the noise around plainOverTrySeek. */
   plainOverTrySeekRoundRange: [number, number];
   getOverTrySeek: number;
-  autoChose: string;
+  /** auto's time beside the best of seek+next and get, medians of the same rounds. */
+  auto: AutoVersusBest;
 }
 
 /** Data blocks entered per SST key, for the table. */
@@ -368,7 +414,7 @@ async function runGrid(
   log(
     `${'engine'.padStart(7)} ${'vers'.padStart(4)} ${'sst'.padStart(6)} ${'overlap'.padStart(7)} | ` +
       STRATEGIES.map((s) => `${s.name.padStart(10)} ms ${'cmps'.padStart(9)}`).join(' | ') +
-      ` | seek/seek+next (rounds) get/seek+next auto | blocks/SST key: seek+next  seek`,
+      ` | seek/seek+next (rounds) get/seek+next | blocks/SST key: seek+next  seek | auto ms   best    best ms ratio get%`,
   );
   for (const engineKeys of [1000, 10000, 100000]) {
     for (const versions of [8, 64]) {
@@ -382,6 +428,7 @@ async function runGrid(
             writeGridSst(sst, engineKeys, sstKeys, overlap);
             const results: GridCell['results'] = {};
             let roundRange: [number, number] = [NaN, NaN];
+            let autoSummary: ConflictSummary | null = null;
             // The SST is read through a block cache kept across runs: CockroachDB's benchmark checks an
             // in-memory SST, so only the scan itself is measured.
             const run = SstRun.open([sst], { blockCache: new BlockCache(SST_CACHE_BYTES) });
@@ -401,10 +448,12 @@ async function runGrid(
                 if (a.new !== b.new || a.unchanged !== b.unchanged || a.conflicts !== b.conflicts)
                   throw new Error(`strategies disagree in cell ${engineKeys}/${versions}/${sstKeys}/${overlap}`);
               });
+              autoSummary = measured[STRATEGIES.findIndex((s) => s.name === 'auto')].summary;
             } finally {
               run.close();
             }
-            const autoChose = checkSstConflicts(engine, [sst], { maxReported: 0 }).summary.strategy;
+            if (autoSummary === null) throw new Error('auto was not measured');
+            const autoMeasured: ConflictSummary = autoSummary;
             const cell: GridCell = {
               engineKeys,
               versions,
@@ -414,7 +463,7 @@ async function runGrid(
               plainOverTrySeek: results.seek.ms / results['seek+next'].ms,
               plainOverTrySeekRoundRange: roundRange,
               getOverTrySeek: results.get.ms / results['seek+next'].ms,
-              autoChose,
+              auto: autoVersusBest((name) => results[name].ms, autoMeasured),
             };
             cells.push(cell);
             log(
@@ -422,8 +471,9 @@ async function runGrid(
                 STRATEGIES.map(
                   (s) => `${results[s.name].ms.toFixed(3).padStart(10)} ms ${String(results[s.name].keyComparisons).padStart(9)}`,
                 ).join(' | ') +
-                ` | ${cell.plainOverTrySeek.toFixed(2).padStart(6)}x ${`${roundRange[0].toFixed(2)}-${roundRange[1].toFixed(2)}`.padStart(9)} ${cell.getOverTrySeek.toFixed(2).padStart(8)}x  ${autoChose.padEnd(4)} | ` +
-                `${blocksPerKey(results['seek+next'].blocksEntered, sstKeys).padStart(6)} ${blocksPerKey(results.seek.blocksEntered, sstKeys).padStart(6)}`,
+                ` | ${cell.plainOverTrySeek.toFixed(2).padStart(6)}x ${`${roundRange[0].toFixed(2)}-${roundRange[1].toFixed(2)}`.padStart(9)} ${cell.getOverTrySeek.toFixed(2).padStart(8)}x | ` +
+                `${blocksPerKey(results['seek+next'].blocksEntered, sstKeys).padStart(6)} ${blocksPerKey(results.seek.blocksEntered, sstKeys).padStart(6)} | ` +
+                showAutoVersusBest(cell.auto),
             );
             fs.rmSync(sst, { force: true });
           }
@@ -466,6 +516,8 @@ interface PeerComparison {
   rocksdbUnavailable: string | null;
   ratioOursOverRocksdb: number | null;
   targetMet: boolean | null;
+  /** auto beside the faster of seek+next and get, in the same interleaved runs. */
+  auto: AutoVersusBest;
   buildSeconds: number;
 }
 
@@ -502,15 +554,23 @@ async function runPeerComparison(dir: string, args: Args, log: (s: string) => vo
 
   const ours: PeerComparison['ours'] = {};
   let counts = { new: 0, unchanged: 0, conflicts: 0 };
+  const peerStrategies = STRATEGIES.filter((s) => s.name !== 'seek');
+  let autoSummary: ConflictSummary;
   try {
-    for (const s of [STRATEGIES[0], STRATEGIES[2]]) {
-      const m = measureCold(engine, [newSst], s.opts, args.runs);
+    const measured = measureColdInterleaved(engine, [newSst], peerStrategies, args.runs);
+    peerStrategies.forEach((s, i) => {
+      const m = measured[i];
       ours[s.name] = { seconds: m.seconds, wallSeconds: m.wallSeconds, keysPerSecond: n / m.seconds, keyComparisons: m.keyComparisons };
-      counts = { new: m.summary.new, unchanged: m.summary.unchanged, conflicts: m.summary.conflicts };
-    }
+      const got = { new: m.summary.new, unchanged: m.summary.unchanged, conflicts: m.summary.conflicts };
+      if (i > 0 && JSON.stringify(got) !== JSON.stringify(counts))
+        throw new Error(`${s.name} classified differently: ${JSON.stringify(got)}`);
+      counts = got;
+    });
+    autoSummary = measured[peerStrategies.findIndex((s) => s.name === 'auto')].summary;
   } finally {
     await engine.close();
   }
+  const auto = autoVersusBest((name) => ours[name].seconds * 1000, autoSummary);
   const peer = findPeer();
   let rocksdb: PeerComparison['rocksdb'] = null;
   if ('binary' in peer) {
@@ -545,6 +605,7 @@ async function runPeerComparison(dir: string, args: Args, log: (s: string) => vo
     rocksdbUnavailable: 'unavailable' in peer ? peer.unavailable : null,
     ratioOursOverRocksdb: ratio,
     targetMet: ratio === null ? null : ratio >= 0.5,
+    auto,
     buildSeconds,
   };
   log(
@@ -555,6 +616,10 @@ async function runPeerComparison(dir: string, args: Args, log: (s: string) => vo
       `ours ${name.padEnd(10)} ${f.seconds.toFixed(3).padStart(8)} s cpu (${f.wallSeconds.toFixed(3)} s wall) ${(f.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s  ${f.keyComparisons} key comparisons`,
     );
   }
+  log(
+    `auto vs best: auto ${auto.autoMs.toFixed(1)} ms cpu, best ${auto.best} ${auto.bestMs.toFixed(1)} ms: ${auto.ratio.toFixed(2)}x ` +
+      `(${Math.round(auto.autoGetShare * 100)}% of keys by get; target <= ${AUTO_TARGET_RATIO}x: ${auto.ratio <= AUTO_TARGET_RATIO ? 'met' : 'NOT met'})`,
+  );
   if (rocksdb !== null) {
     log(
       `rocksdb seek/key  ${rocksdb.seconds.toFixed(3).padStart(8)} s cpu (${rocksdb.wallSeconds.toFixed(3)} s wall) ${(rocksdb.keysPerSecond / 1e6).toFixed(3).padStart(7)} M keys/s`,
@@ -594,6 +659,12 @@ async function main(): Promise<void> {
       log(
         `overlap=false cells: medians ${minOthers.toFixed(2)}-${Math.max(...others.map((c) => c.plainOverTrySeek)).toFixed(2)}x; ` +
           `${slowerOthers.length === 0 ? 'no cell slower in every round' : `${slowerOthers.length} cell(s) slower in every round`} (target: never slower)`,
+      );
+      const worst = grid.cells.reduce((a, b) => (b.auto.ratio > a.auto.ratio ? b : a));
+      log(
+        `auto vs the best of seek+next and get: worst ${worst.auto.ratio.toFixed(2)}x in cell ${worst.engineKeys}/${worst.versions}/${worst.sstKeys}/${worst.overlap} ` +
+          `(target <= ${AUTO_TARGET_RATIO}x in every cell: ${worst.auto.ratio <= AUTO_TARGET_RATIO ? 'met' : 'NOT met'}); ` +
+          `cells over it: ${grid.cells.filter((c) => c.auto.ratio > AUTO_TARGET_RATIO).length}`,
       );
     }
     const peer = args.peer ? await runPeerComparison(dir, args, log) : null;

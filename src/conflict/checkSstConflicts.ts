@@ -15,11 +15,17 @@
  * that keeps serving while it checks. The report's keyComparisons, scanSeconds and scanCpuSeconds
  * count the scan's own slices only, not the work that ran between them.
  *
- * Strategy `auto` (the default) follows CockroachDB's AddSSTable: when the engine's table bytes
- * in the SSTs' key range exceed AUTO_GET_RATIO times the SSTs' size, point lookups win, since
- * each costs a few Bloom probes however much data lies in between, whereas a merge walks (or
- * seeks through) that data; otherwise the interleaved seek scan wins, since it reads each side
- * in order and skips the spans the other side does not touch.
+ * Strategy `auto` (the default) is adaptive (adaptiveScan.ts): it classifies the run in chunks,
+ * each by whichever strategy has measured the cheaper per SST key so far, exploring the other
+ * now and then within a small time budget. Its first chunk follows CockroachDB's AddSSTable
+ * rule: when the engine's table bytes in the SSTs' key range exceed AUTO_GET_RATIO times the
+ * SSTs' size, point lookups, since each costs a few Bloom probes however much data lies in
+ * between, whereas a merge walks (or seeks through) that data; otherwise the interleaved seek
+ * scan, which reads each side in order and skips the spans the other side does not touch. The
+ * rule alone is wrong where the SST keys are absent from the engine (a Bloom filter rejects them
+ * for a get, while the interleaving still seeks the engine to each) and where density varies
+ * across the key space; measuring is what settles it. For auto, the byte estimate and the
+ * per-chunk choices are part of the timed scan (scanSeconds), since they are its cost.
  */
 import { Engine, Snapshot } from '../engine/engine';
 import { perf } from '../base/perfContext';
@@ -38,7 +44,8 @@ import {
   showKey,
   showValue,
 } from './report';
-import { resolveExistingSeqs, scanByGets, scanBySeeking } from './scan';
+import { resolveExistingSeqs, scanByGets, scanBySeeking, ScanInput } from './scan';
+import { AdaptiveScanStats, scanAdaptively, ScanStrategy } from './adaptiveScan';
 import { SstRun } from './sstRun';
 
 /** Engine bytes in range per SST byte above which `auto` picks point lookups (CockroachDB's 10). */
@@ -63,12 +70,16 @@ export interface CheckSstConflictsOptions {
   verifyChecksums?: boolean;
   /** Block cache for the SSTs' data blocks (default none: each block is read when visited). */
   blockCache?: BlockCache;
+  /** For tests only: the clock (milliseconds) auto times its chunks with; default performance.now. */
+  adaptiveClockMs?: () => number;
 }
 
 interface StrategyChoice {
-  strategy: 'seek' | 'get';
+  strategy: ScanStrategy;
   reason: string;
   engineBytesInSpan: number | null;
+  /** What the adaptive scan did (auto only, once the SSTs hold keys). */
+  adaptive: AdaptiveScanStats | null;
 }
 
 export function checkSstConflicts(engine: Engine, sstPaths: readonly string[], opts: CheckSstConflictsOptions = {}): ConflictReport {
@@ -158,14 +169,19 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
       strategy: requested === 'get' ? 'get' : 'seek',
       reason: 'the SSTs hold no keys',
       engineBytesInSpan: null,
+      adaptive: null,
     };
     let emptySpan = true;
     if (!run.isEmpty) {
       const upperBound = Buffer.concat([run.largest, Buffer.of(0)]);
-      choice = chooseStrategy(requested, engine, run, upperBound);
       const input = { engine, run, snapshot, upperBound, collector };
       meter.start();
-      emptySpan = choice.strategy === 'seek' ? yield* scanBySeeking(input, { trySeekUsingNext }) : yield* scanByGets(input);
+      if (requested === 'auto') {
+        ({ choice, emptySpan } = yield* scanAuto(input, trySeekUsingNext, opts.adaptiveClockMs));
+      } else {
+        choice = { strategy: requested, reason: `requested (--conflict-strategy ${requested})`, engineBytesInSpan: null, adaptive: null };
+        emptySpan = requested === 'seek' ? yield* scanBySeeking(input, { trySeekUsingNext }) : yield* scanByGets(input);
+      }
       meter.stop();
       resolveExistingSeqs(engine, snapshot, collector);
     }
@@ -199,6 +215,7 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
         trySeekUsingNext,
         emptySpan,
         engineBytesInSpan: choice.engineBytesInSpan,
+        adaptive: choice.adaptive,
         sstBytes: run.totalFileBytes,
         keyComparisons,
         scanSeconds: Math.round(scanSeconds * 1e6) / 1e6,
@@ -225,20 +242,45 @@ function validateOptions(opts: CheckSstConflictsOptions): void {
   }
 }
 
-function chooseStrategy(requested: ConflictStrategy, engine: Engine, run: SstRun, upperBound: Buffer): StrategyChoice {
-  if (requested !== 'auto') return { strategy: requested, reason: `requested (--conflict-strategy ${requested})`, engineBytesInSpan: null };
+/** Runs the adaptive scan and describes what it chose (summary.strategy: the one that classified most keys). */
+function* scanAuto(
+  input: ScanInput,
+  trySeekUsingNext: boolean,
+  clockMs: (() => number) | undefined,
+): Sliced<{ choice: StrategyChoice; emptySpan: boolean }> {
+  let first: { strategy: ScanStrategy; reason: string; engineBytesInSpan: number } | null = null;
+  const chooseFirst = (): ScanStrategy => {
+    first = chooseByBytes(input.engine, input.run, input.upperBound);
+    return first.strategy;
+  };
+  const { emptySpan, stats } = yield* scanAdaptively(input, { trySeekUsingNext, chooseFirst, clockMs });
+  const firstChoice = first as { strategy: ScanStrategy; reason: string; engineBytesInSpan: number } | null;
+  if (emptySpan || stats === null || firstChoice === null) {
+    const reason = "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
+    return { choice: { strategy: 'seek', reason, engineBytesInSpan: null, adaptive: null }, emptySpan: true };
+  }
+  const strategy: ScanStrategy = stats.getKeys > stats.seekKeys ? 'get' : 'seek';
+  const cost = (ns: number | null): string => (ns === null ? 'not measured' : `~${ns} ns/key`);
+  const reason =
+    `adaptive: point lookups for ${stats.getKeys} of ${input.run.totalEntries} SST keys, interleaved seeks for the rest ` +
+    `(last estimates: get ${cost(stats.getCostPerKeyNs)}, seek ${cost(stats.seekCostPerKeyNs)}; ` +
+    `${stats.switches} switch(es), ${stats.explorations} exploration(s) in ${stats.chunks} chunks); started with ${firstChoice.reason}`;
+  return { choice: { strategy, reason, engineBytesInSpan: firstChoice.engineBytesInSpan, adaptive: stats }, emptySpan: false };
+}
+
+/** CockroachDB's rule, auto's first pick: point lookups when the engine holds over AUTO_GET_RATIO x the SSTs' bytes in their range. */
+function chooseByBytes(
+  engine: Engine,
+  run: SstRun,
+  upperBound: Buffer,
+): { strategy: ScanStrategy; reason: string; engineBytesInSpan: number } {
   const engineBytes = engine.approximateTableBytesInRange(run.smallest, upperBound);
   const sstBytes = run.totalFileBytes;
-  if (engineBytes > AUTO_GET_RATIO * sstBytes) {
-    return {
-      strategy: 'get',
-      reason: `the engine holds ~${engineBytes} table bytes in the SSTs' key range, over ${AUTO_GET_RATIO}x their ${sstBytes} bytes: point lookups`,
-      engineBytesInSpan: engineBytes,
-    };
-  }
+  const get = engineBytes > AUTO_GET_RATIO * sstBytes;
+  const relation = get ? `over ${AUTO_GET_RATIO}x` : `at most ${AUTO_GET_RATIO}x`;
   return {
-    strategy: 'seek',
-    reason: `the engine holds ~${engineBytes} table bytes in the SSTs' key range, at most ${AUTO_GET_RATIO}x their ${sstBytes} bytes: interleaved seeks`,
+    strategy: get ? 'get' : 'seek',
+    reason: `${get ? 'point lookups' : 'interleaved seeks'}, as the engine holds ~${engineBytes} table bytes in the SSTs' key range, ${relation} their ${sstBytes} bytes`,
     engineBytesInSpan: engineBytes,
   };
 }

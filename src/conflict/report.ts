@@ -18,6 +18,7 @@ import * as fs from 'fs';
 import * as nodePath from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
+import type { AdaptiveScanStats } from './adaptiveScan';
 
 export const CONFLICT_REPORT_FORMAT = 'sst-ingest.conflict-report';
 export const CONFLICT_REPORT_VERSION = 1;
@@ -77,6 +78,8 @@ export interface ConflictSummary {
   emptySpan: boolean;
   /** The engine's table bytes in the SSTs' key range (estimated; null when not needed). */
   engineBytesInSpan: number | null;
+  /** What `auto`'s adaptive scan did, chunk by chunk (null for seek, get, or an empty span). */
+  adaptive: AdaptiveScanStats | null;
   sstBytes: number;
   /** Key comparisons made by the scan (engine and SST iterators included). */
   keyComparisons: number;

@@ -48,7 +48,7 @@ import { perf } from '../base/perfContext';
 import { TRAILER_BYTES } from '../base/internalKey';
 import { Sliced } from '../util/slices';
 import { ConflictCollector } from './collector';
-import { SstRun } from './sstRun';
+import { SstRun, SstRunIterator } from './sstRun';
 
 /** Loop steps between yields: a step costs well under a microsecond, so a few hundred is cheap. */
 export const SCAN_KEYS_PER_YIELD = 256;
@@ -69,23 +69,100 @@ export interface SeekScanOptions {
 
 /** Runs the seek strategy; returns true when the one first seek found the engine empty in range. */
 export function* scanBySeeking(input: ScanInput, opts: SeekScanOptions): Sliced<boolean> {
-  const { engine, run, collector } = input;
-  const useNext = opts.trySeekUsingNext;
-  const seekOpts = { trySeekUsingNext: useNext };
-  const eng = engine.newIterator({ snapshot: input.snapshot, lowerBound: run.smallest, upperBound: input.upperBound });
-  const sst = run.newIterator();
+  const eng = openEngineIterator(input);
   try {
-    eng.seekGE(run.smallest);
-    if (!eng.valid()) return true;
-    let engineKey = eng.key();
-    collector.engineKeysVisited++;
-    sst.first();
-    let steps = 0;
-    while (sst.valid()) {
-      if (++steps === SCAN_KEYS_PER_YIELD) {
-        steps = 0;
+    // The emptiness check comes before the SST iterator exists: an empty span costs one seek.
+    if (!engineHoldsKeysIn(input, eng)) return true;
+    const sst = input.run.newIterator();
+    try {
+      sst.first();
+      const cursor = new SeekCursor(eng, sst, input.collector, opts.trySeekUsingNext);
+      while (!cursor.done) {
+        cursor.advance(SCAN_KEYS_PER_YIELD);
         yield;
       }
+      return false;
+    } finally {
+      sst.close();
+    }
+  } finally {
+    eng.close();
+  }
+}
+
+/** Runs the get strategy; returns true when one bounded seek found the engine empty in range. */
+export function* scanByGets(input: ScanInput): Sliced<boolean> {
+  const eng = openEngineIterator(input);
+  try {
+    if (!engineHoldsKeysIn(input, eng)) return true;
+  } finally {
+    eng.close();
+  }
+  const sst = input.run.newIterator();
+  try {
+    const lookups = new PointLookups(input, sst);
+    for (sst.first(); sst.valid();) {
+      lookups.lookUp(SCAN_KEYS_PER_YIELD);
+      yield;
+    }
+    return false;
+  } finally {
+    sst.close();
+  }
+}
+
+/** An engine iterator at the scan's snapshot, bounded to the run's key range. */
+export function openEngineIterator(input: ScanInput): DbIterator {
+  return input.engine.newIterator({ snapshot: input.snapshot, lowerBound: input.run.smallest, upperBound: input.upperBound });
+}
+
+/**
+ * The empty-span check every strategy starts with: one seek of a fresh bounded iterator to the
+ * run's smallest key; false when the engine holds no live key in the run's range. The iterator
+ * is left there, where the seek strategy's interleaving starts.
+ */
+export function engineHoldsKeysIn(input: ScanInput, eng: DbIterator): boolean {
+  eng.seekGE(input.run.smallest);
+  return eng.valid();
+}
+
+/**
+ * The seek strategy's interleaving as a resumable loop: both iterators, and the engine key the
+ * SST side is compared with next. advance() runs a bounded number of steps, so a caller can time
+ * it in chunks, yield between them, or let point lookups move the SST side in between: the
+ * interleaving needs no more than "the engine iterator stands at the first live key >= some
+ * target <= the SST key" (so every SST key below the engine key is new), which stays true when
+ * only the SST side moves forward.
+ */
+export class SeekCursor {
+  private engineKey: Buffer;
+  private engineExhausted = false;
+  private readonly seekOpts: { trySeekUsingNext: boolean };
+
+  /** `eng` must stand at a live key (engineHoldsKeysIn returned true); `sst` at its first key. */
+  constructor(
+    private readonly eng: DbIterator,
+    private readonly sst: SstRunIterator,
+    private readonly collector: ConflictCollector,
+    private readonly trySeekUsingNext: boolean,
+  ) {
+    this.engineKey = eng.key();
+    collector.engineKeysVisited++;
+    this.seekOpts = { trySeekUsingNext };
+  }
+
+  /** True when the SST run is done, or the engine is (every SST key left is then new). */
+  get done(): boolean {
+    return this.engineExhausted || !this.sst.valid();
+  }
+
+  /** Runs at most maxSteps steps of the interleaving (one step: a compare and a move). */
+  advance(maxSteps: number): void {
+    const { eng, sst, collector } = this;
+    const useNext = this.trySeekUsingNext;
+    const seekOpts = this.seekOpts;
+    let engineKey = this.engineKey;
+    for (let steps = 0; steps < maxSteps && sst.valid(); steps++) {
       const ikey = sst.internalKey();
       perf.keyComparisons++;
       const c = compareByteRanges(ikey, 0, ikey.length - TRAILER_BYTES, engineKey, 0, engineKey.length);
@@ -104,30 +181,37 @@ export function* scanBySeeking(input: ScanInput, opts: SeekScanOptions): Sliced<
         // The engine is behind: its keys below the SST key are not in the SSTs.
         eng.seekGE(sst.key(), seekOpts);
       }
-      if (!eng.valid()) break; // every SST key left is new
+      if (!eng.valid()) {
+        this.engineExhausted = true;
+        break;
+      }
       engineKey = eng.key();
       collector.engineKeysVisited++;
     }
-    return false;
-  } finally {
-    sst.close();
-    eng.close();
+    this.engineKey = engineKey;
   }
 }
 
-/** Runs the get strategy; returns true when one bounded seek found the engine empty in range. */
-export function* scanByGets(input: ScanInput): Sliced<boolean> {
-  const { engine, run, collector } = input;
-  if (engineEmptyIn(input)) return true;
-  const readOpts = { snapshot: input.snapshot };
-  const sst = run.newIterator();
-  try {
-    let steps = 0;
-    for (sst.first(); sst.valid(); sst.next()) {
-      if (++steps === SCAN_KEYS_PER_YIELD) {
-        steps = 0;
-        yield;
-      }
+/**
+ * The get strategy's loop: one point lookup at the snapshot per SST key, from where the SST
+ * iterator stands (it may have been moved by a SeekCursor in between).
+ */
+export class PointLookups {
+  private readonly readOpts: { snapshot: Snapshot };
+
+  constructor(
+    private readonly input: ScanInput,
+    private readonly sst: SstRunIterator,
+  ) {
+    this.readOpts = { snapshot: input.snapshot };
+  }
+
+  /** Looks up at most maxKeys SST keys, stepping past each; returns how many it looked up. */
+  lookUp(maxKeys: number): number {
+    const { sst, readOpts } = this;
+    const { engine, collector } = this.input;
+    let keys = 0;
+    for (; keys < maxKeys && sst.valid(); keys++, sst.next()) {
       const key = sst.key();
       const existing = engine.get(key, readOpts);
       if (existing === null) continue;
@@ -136,20 +220,7 @@ export function* scanByGets(input: ScanInput): Sliced<boolean> {
       if (existing.equals(fresh)) collector.unchanged++;
       else collector.conflict(key, existing, fresh, null, sst.currentFile);
     }
-    return false;
-  } finally {
-    sst.close();
-  }
-}
-
-/** One seek: does the engine hold no live key in [run.smallest, upperBound) at the snapshot? */
-function engineEmptyIn(input: ScanInput): boolean {
-  const it = input.engine.newIterator({ snapshot: input.snapshot, lowerBound: input.run.smallest, upperBound: input.upperBound });
-  try {
-    it.seekGE(input.run.smallest);
-    return !it.valid();
-  } finally {
-    it.close();
+    return keys;
   }
 }
 

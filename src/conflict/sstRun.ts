@@ -40,6 +40,10 @@ export interface SstRunFile {
   readonly largest: Buffer;
   readonly entries: number;
   readonly fileSizeBytes: number;
+  /** Bytes of data blocks (rocksdb.data.size): they come first in the file. */
+  readonly dataBytes: number;
+  /** Entries in the files before this one in the run (its first entry's ordinal). */
+  firstOrdinal: number;
 }
 
 export interface SstRunOptions {
@@ -90,9 +94,16 @@ export class SstRun {
           largest: largest.subarray(0, largest.length - TRAILER_BYTES),
           entries: p.numEntries,
           fileSizeBytes: reader.fileSizeBytes,
+          dataBytes: p.dataSize,
+          firstOrdinal: 0,
         });
       }
       files.sort((a, b) => compareUserKeys(a.smallest, b.smallest));
+      let ordinal = 0;
+      for (const f of files) {
+        f.firstOrdinal = ordinal;
+        ordinal += f.entries;
+      }
       for (let i = 1; i < files.length; i++) {
         if (compareUserKeys(files[i - 1].largest, files[i].smallest) >= 0) {
           throw new IngestError(
@@ -186,6 +197,20 @@ export class SstRunIterator {
 
   value(): Buffer {
     return (this.table as TableIterator).value();
+  }
+
+  /**
+   * About how many keys of the run lie before the current one (the run's entry count once
+   * exhausted): exact at file starts, proportional to the byte position within a file (see
+   * TableIterator.approximateFileOffset). For cost estimates only; reads nothing.
+   */
+  approximateOrdinal(): number {
+    if (this.fileIndex < 0) return 0;
+    if (!this.isValid)
+      return this.files.length === 0 ? 0 : this.files[this.files.length - 1].firstOrdinal + this.files[this.files.length - 1].entries;
+    const f = this.files[this.fileIndex];
+    const offset = (this.table as TableIterator).approximateFileOffset();
+    return f.firstOrdinal + (f.dataBytes > 0 ? Math.min(f.entries, (f.entries * offset) / f.dataBytes) : 0);
   }
 
   /** Index (into SstRun.files) of the file the current key comes from. */

@@ -343,6 +343,15 @@ export class BlockIterator implements InternalIterator {
     return this.entryOffset >= 0;
   }
 
+  /**
+   * Where the current entry starts, as a fraction of the block's entry bytes (0 when not
+   * positioned): with the block's place in its file, an approximate position in the table
+   * (TableIterator.approximateFileOffset), for estimating how many entries a scan passed.
+   */
+  get entryFraction(): number {
+    return this.entryOffset <= 0 || this.limit === 0 ? 0 : this.entryOffset / this.limit;
+  }
+
   key(): Buffer {
     if (this.keyView === null || this.keyView.length !== this.keyLength) this.keyView = this.keyBuf.subarray(0, this.keyLength);
     return this.keyView;

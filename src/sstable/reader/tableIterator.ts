@@ -144,6 +144,17 @@ export class TableIterator implements InternalIterator {
     return this.data.key();
   }
 
+  /**
+   * Approximate file offset of the current entry: its block's offset plus the block's stored
+   * size times the entry's fraction of the block's (decompressed) entry bytes; -1 when not
+   * positioned. Entries of similar size make this proportional to the entry's ordinal, which is
+   * what callers use it for (the conflict scan's per-key cost estimates); reads nothing.
+   */
+  approximateFileOffset(): number {
+    if (!this.isValid) return -1;
+    return this.loadedBlockOffset + this.loadedBlockSize * this.data.entryFraction;
+  }
+
   value(): Buffer {
     return this.data.value();
   }

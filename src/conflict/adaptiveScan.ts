@@ -1,0 +1,304 @@
+/**
+ * The adaptive conflict scan behind `--conflict-strategy auto`: the SST run is classified in
+ * chunks, each by the seek strategy (SeekCursor) or by point lookups (PointLookups), whichever
+ * has measured the cheaper per SST key in the chunks run so far.
+ *
+ * Contract: the same classification as either strategy alone (every SST key new, unchanged or a
+ * conflict at the snapshot; conflicts in key order), whatever the clock says: only the choice of
+ * strategy per chunk depends on timing. The two strategies share one SST iterator and one engine
+ * iterator, and neither needs more of the other than SeekCursor documents (point lookups move
+ * only the SST side, forward), so the scan can switch at any chunk boundary.
+ *
+ * Why adaptive: which strategy wins depends on things no cheap statistic shows. A byte count of
+ * the engine's data in the span (CockroachDB's rule, our `first` pick) misses that SST keys the
+ * engine does not hold cost a get a few Bloom probes and no block, while the interleaving still
+ * seeks the engine to every one of them; and density varies across a key space, so a choice for
+ * the whole run is wrong somewhere. Measuring is cheap: a chunk is timed with two clock reads.
+ *
+ * Policy (StrategyChooser):
+ * - The first chunk runs `first`; then one small chunk of the other strategy (an exploration), so
+ *   both have a cost per key; the preferred strategy is the one with the lower estimate, and a
+ *   switch needs the other to be SWITCH_MARGIN cheaper (no flapping between near-equals).
+ * - The preferred strategy's estimate is the median of its last few chunks (a pause of the
+ *   process inflates one chunk, not three); the other's is its latest exploration.
+ * - Explorations repeat, so that a change in density is noticed, but only after the preferred
+ *   strategy has covered a growing number of keys since the last (MIN_KEYS_BETWEEN_EXPLORATIONS), and only while the
+ *   time spent exploring stays within EXPLORE_SHARE of the scan: a strategy eight times slower is
+ *   explored eight times less often, and exploring costs a few percent at most whatever the ratio.
+ * - A seek chunk after point lookups starts with the engine iterator behind the SST key: its first
+ *   step (catching up, one forward seek) is a cost of switching, not of seeking, and is left out
+ *   of the seek estimate (it is still counted in the exploration budget).
+ * - Seek chunks are bounded in interleaving steps, and the SST keys they covered (skipped spans
+ *   included) are estimated from the SST iterator's position (SstRunIterator.approximateOrdinal);
+ *   get chunks count their keys exactly.
+ * Every chunk is at most SCAN_KEYS_PER_YIELD steps or keys, and the scan yields between chunks,
+ * so a chunk's time never includes other work of the event loop.
+ */
+import { Sliced } from '../util/slices';
+import { DbIterator } from '../engine/dbIterator';
+import { SstRunIterator } from './sstRun';
+import { engineHoldsKeysIn, openEngineIterator, PointLookups, SCAN_KEYS_PER_YIELD, ScanInput, SeekCursor } from './scan';
+
+export type ScanStrategy = 'seek' | 'get';
+
+/**
+ * Chunk sizes: SST keys for point lookups, interleaving steps for seeks (where the sides
+ * alternate, an SST key takes two steps, an engine seek and an SST move; where SST keys are
+ * denser than the engine's, one step covers many). Preferred chunks start at FIRST_CHUNK_SIZE
+ * and double up to MAX_CHUNK_SIZE, the slicing granularity; explorations are EXPLORE_SIZE: at
+ * worst (an engine seek entering blocks in every L0 file) a seek step costs tens of
+ * microseconds, so an exploration must be a handful of steps to stay cheap.
+ */
+export const FIRST_CHUNK_SIZE: Readonly<Record<ScanStrategy, number>> = { get: 32, seek: 64 };
+export const EXPLORE_SIZE: Readonly<Record<ScanStrategy, number>> = { get: 32, seek: 16 };
+export const MAX_CHUNK_SIZE = SCAN_KEYS_PER_YIELD;
+/**
+ * An exploration also ends once it has run this long (checked every EXPLORE_STRIDE keys or
+ * steps): where the other strategy is many times slower (a seek entering a block in each of a
+ * dozen L0 files per key), a few keys tell so, and more would only cost. Sizes in keys alone
+ * would have to be tiny for that case and then mis-measure the common one, where costs come in
+ * lumps (an SST data block read every few dozen keys).
+ */
+export const EXPLORE_MAX_MS = 0.015;
+const EXPLORE_STRIDE: Readonly<Record<ScanStrategy, number>> = { get: 4, seek: 2 };
+/** At most this share of the scan's time goes to exploring the strategy not preferred. */
+export const EXPLORE_SHARE = 0.03;
+/** The other strategy must be at least this much cheaper (estimate ratio) to take over. */
+export const SWITCH_MARGIN = 0.9;
+/**
+ * SST keys the preferred strategy covers between two explorations, at least: the first gap, then
+ * doubling up to the last. An early exploration often measures one-off costs (the first reported
+ * conflicts copied, blocks not yet cached), so the second comes soon; later, density that changes
+ * over fewer keys than the gap cannot cost much.
+ */
+export const MIN_KEYS_BETWEEN_EXPLORATIONS = { first: 256, last: 4096 };
+/** Samples kept per strategy; the preferred one's estimate is their median. */
+const SAMPLES_KEPT = 3;
+
+export interface AdaptiveScanOptions {
+  trySeekUsingNext: boolean;
+  /** The strategy of the first chunk, asked only once the engine is known to hold keys in the span. */
+  chooseFirst: () => ScanStrategy;
+  /** Milliseconds, monotonic (default performance.now); tests pass their own to steer the choices. */
+  clockMs?: () => number;
+}
+
+/** What the adaptive scan did (see docs/conflicts.md, summary.adaptive). */
+export interface AdaptiveScanStats {
+  /** The strategy of the first chunk. */
+  firstStrategy: ScanStrategy;
+  /** SST keys classified by point lookups; the rest of the run went by the interleaved seeks. */
+  getKeys: number;
+  seekKeys: number;
+  chunks: number;
+  /** Chunks run by the strategy not preferred at the time, to measure it. */
+  explorations: number;
+  /** Times the preferred strategy changed. */
+  switches: number;
+  /** The last estimates, nanoseconds per SST key, rounded; null if never measured. */
+  seekCostPerKeyNs: number | null;
+  getCostPerKeyNs: number | null;
+}
+
+export interface AdaptiveScanResult {
+  emptySpan: boolean;
+  /** Null when the span was empty (nothing to choose). */
+  stats: AdaptiveScanStats | null;
+}
+
+interface ChunkPlan {
+  strategy: ScanStrategy;
+  /** SST keys (get) or interleaving steps (seek). */
+  size: number;
+  exploring: boolean;
+}
+
+/** How long a chunk may run: explorations EXPLORE_MAX_MS (checked per stride), others unbounded. */
+function timeLimit(plan: ChunkPlan): { maxMs: number; stride: number } {
+  return plan.exploring ? { maxMs: EXPLORE_MAX_MS, stride: EXPLORE_STRIDE[plan.strategy] } : { maxMs: Infinity, stride: plan.size };
+}
+
+/** Runs the adaptive scan; see the module comment. */
+export function* scanAdaptively(input: ScanInput, opts: AdaptiveScanOptions): Sliced<AdaptiveScanResult> {
+  const eng = openEngineIterator(input);
+  try {
+    // First the empty-span check, before anything else is set up: an empty span costs one seek.
+    if (!engineHoldsKeysIn(input, eng)) return { emptySpan: true, stats: null };
+    return yield* scanNonEmpty(input, opts, eng);
+  } finally {
+    eng.close();
+  }
+}
+
+/** The chunk loop, once the engine iterator stands at the span's first live key. */
+function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbIterator): Sliced<AdaptiveScanResult> {
+  const clockMs = opts.clockMs ?? (() => performance.now());
+  const sst = input.run.newIterator();
+  try {
+    sst.first();
+    const cursor = new SeekCursor(eng, sst, input.collector, opts.trySeekUsingNext);
+    const lookups = new PointLookups(input, sst);
+    const firstStrategy = opts.chooseFirst();
+    const chooser = new StrategyChooser(firstStrategy);
+    let getKeys = 0;
+    let last: ScanStrategy | null = null;
+    while (!cursor.done) {
+      const plan = chooser.plan();
+      const limit = timeLimit(plan);
+      const chunk =
+        plan.strategy === 'get' ? timeLookups(lookups, plan.size, limit, clockMs) : timeSeeks(cursor, sst, plan.size, last, limit, clockMs);
+      if (plan.strategy === 'get') getKeys += chunk.keys;
+      chooser.record(plan, chunk);
+      last = plan.strategy;
+      yield;
+    }
+    // Every key not looked up went by the interleaving (those past the engine's last key: new, at no cost).
+    const seekKeys = input.run.totalEntries - getKeys;
+    return { emptySpan: false, stats: { firstStrategy, getKeys, seekKeys, ...chooser.summary() } };
+  } finally {
+    sst.close();
+  }
+}
+
+/** A chunk's measurement: SST keys covered, its whole time, and the time its estimate uses. */
+interface ChunkTiming {
+  keys: number;
+  totalMs: number;
+  estimateMs: number;
+}
+
+function timeLookups(lookups: PointLookups, keys: number, limit: { maxMs: number; stride: number }, clockMs: () => number): ChunkTiming {
+  const t0 = clockMs();
+  let looked = 0;
+  let now = t0;
+  while (looked < keys) {
+    const n = lookups.lookUp(Math.min(limit.stride, keys - looked));
+    looked += n;
+    now = clockMs();
+    if (n === 0 || now - t0 >= limit.maxMs) break;
+  }
+  return { keys: looked, totalMs: now - t0, estimateMs: now - t0 };
+}
+
+/** Runs a seek chunk of `steps` steps; after point lookups its first (catch-up) step is timed apart. */
+function timeSeeks(
+  cursor: SeekCursor,
+  sst: SstRunIterator,
+  steps: number,
+  last: ScanStrategy | null,
+  limit: { maxMs: number; stride: number },
+  clockMs: () => number,
+): ChunkTiming {
+  const t0 = clockMs();
+  let stepsRun = 0;
+  if (last === 'get') {
+    cursor.advance(1);
+    stepsRun = 1;
+  }
+  const t1 = clockMs();
+  const ordinalBefore = sst.approximateOrdinal();
+  let now = t1;
+  while (stepsRun < steps && !cursor.done) {
+    const n = Math.min(limit.stride, steps - stepsRun);
+    cursor.advance(n);
+    stepsRun += n;
+    now = clockMs();
+    if (now - t0 >= limit.maxMs) break;
+  }
+  const covered = sst.approximateOrdinal() - ordinalBefore;
+  return { keys: covered, totalMs: now - t0, estimateMs: now - t1 };
+}
+
+/** The per-chunk choice; see the module comment's policy. */
+class StrategyChooser {
+  preferred: ScanStrategy;
+  private readonly samplesNsPerKey: Record<ScanStrategy, number[]> = { seek: [], get: [] };
+  private totalMs = 0;
+  private exploringMs = 0;
+  /** Size of the next preferred chunk, as a multiple of the strategy's FIRST_CHUNK_SIZE. */
+  private chunkScale = 1;
+  /** SST keys the preferred strategy covered since the last exploration (or switch). */
+  private keysSinceExploration = 0;
+  private chunks = 0;
+  private explorations = 0;
+  private switches = 0;
+
+  constructor(first: ScanStrategy) {
+    this.preferred = first;
+  }
+
+  plan(): ChunkPlan {
+    const other = otherThan(this.preferred);
+    if (this.shouldExplore(other)) return { strategy: other, size: EXPLORE_SIZE[other], exploring: true };
+    const size = Math.min(MAX_CHUNK_SIZE, FIRST_CHUNK_SIZE[this.preferred] * this.chunkScale);
+    return { strategy: this.preferred, size, exploring: false };
+  }
+
+  record(plan: ChunkPlan, chunk: ChunkTiming): void {
+    this.chunks++;
+    this.totalMs += chunk.totalMs;
+    if (plan.exploring) {
+      this.exploringMs += chunk.totalMs;
+      this.explorations++;
+      this.keysSinceExploration = 0;
+    } else {
+      this.keysSinceExploration += chunk.keys;
+      if (FIRST_CHUNK_SIZE[plan.strategy] * this.chunkScale < MAX_CHUNK_SIZE) this.chunkScale *= 2;
+    }
+    // A chunk that covered under one key (the run ended at once) says nothing per key.
+    if (chunk.keys >= 1) {
+      const samples = this.samplesNsPerKey[plan.strategy];
+      samples.push((chunk.estimateMs * 1e6) / chunk.keys);
+      if (samples.length > SAMPLES_KEPT) samples.shift();
+    }
+    const mine = this.estimateNsPerKey(this.preferred);
+    const theirs = this.estimateNsPerKey(otherThan(this.preferred));
+    if (mine !== null && theirs !== null && theirs < mine * SWITCH_MARGIN) {
+      this.preferred = otherThan(this.preferred);
+      this.switches++;
+      this.keysSinceExploration = 0;
+      this.chunkScale = 1;
+    }
+  }
+
+  summary(): Pick<AdaptiveScanStats, 'chunks' | 'explorations' | 'switches' | 'seekCostPerKeyNs' | 'getCostPerKeyNs'> {
+    const rounded = (s: ScanStrategy): number | null => {
+      const e = this.estimateNsPerKey(s);
+      return e === null ? null : Math.round(e);
+    };
+    return {
+      chunks: this.chunks,
+      explorations: this.explorations,
+      switches: this.switches,
+      seekCostPerKeyNs: rounded('seek'),
+      getCostPerKeyNs: rounded('get'),
+    };
+  }
+
+  /** The preferred strategy: median of its recent chunks; the other: its latest exploration. */
+  private estimateNsPerKey(s: ScanStrategy): number | null {
+    const samples = this.samplesNsPerKey[s];
+    if (samples.length === 0) return null;
+    if (s !== this.preferred) return samples[samples.length - 1];
+    const sorted = [...samples].sort((a, b) => a - b);
+    // With two samples, the lower: a pause only ever inflates a chunk.
+    return sorted.length === 2 ? sorted[0] : sorted[sorted.length >> 1];
+  }
+
+  /** Explore the other strategy now? Always once at the start; then within the time budget. */
+  private shouldExplore(other: ScanStrategy): boolean {
+    if (this.chunks === 0) return false;
+    const estimate = this.estimateNsPerKey(other);
+    if (estimate === null) return true;
+    const gap = Math.min(MIN_KEYS_BETWEEN_EXPLORATIONS.last, MIN_KEYS_BETWEEN_EXPLORATIONS.first * 2 ** (this.explorations - 1));
+    if (this.keysSinceExploration < gap) return false;
+    // An exploration's keys (a seek step covers about half a key where the sides alternate), or its time limit.
+    const keys = other === 'get' ? EXPLORE_SIZE.get : EXPLORE_SIZE.seek / 2;
+    const expectedMs = Math.min(EXPLORE_MAX_MS, (keys * estimate) / 1e6);
+    return this.exploringMs + expectedMs <= EXPLORE_SHARE * (this.totalMs + expectedMs);
+  }
+}
+
+function otherThan(s: ScanStrategy): ScanStrategy {
+  return s === 'seek' ? 'get' : 'seek';
+}
