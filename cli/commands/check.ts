@@ -8,6 +8,11 @@
  * end, unless --output-dir keeps them. Every `ingest import` option is accepted and means the
  * same: both commands add the one table in importOptions.ts.
  *
+ * `--server URL [--token-file F]` instead of --db: the check against the database an `ingest
+ * serve` holds (mode=check of POST /v1/imports/sst, cli/commands/importRemote.ts): the same
+ * output and exit codes, --report written here from the server's report; --output-dir does not
+ * go with it (the SSTs live in a private temp directory here, removed at the end).
+ *
  * Output: with --json one object {"import": <import summary>, "check": <conflict summary>,
  * "report": <path or null>} on stdout; otherwise one human line unless --quiet. Exit codes: 0
  * no conflicts; 3 conflicts (after the report is written); 2 bad input or usage (no database at

@@ -13,6 +13,16 @@
  *
  * Keys and values on the command line and in the output: see dbText.ts (`--hex`, `--key SPEC`).
  *
+ * `--server URL [--token-file F]` instead of --db (docs/serve.md, "The CLI as a client"): the
+ * command runs through the server's API (src/server/client.ts), keys and values in hex on the
+ * wire and formatted here by the same DbTextCodec, so output and exit codes are those of --db
+ * (a server's error comes back with its code; an unreachable server exits 1 naming the URL).
+ * put/delete --json print the `ingest-sequence` the server acknowledged; delete-range is a
+ * one-operation POST /v1/batch; scan reads pages of REMOTE_SCAN_PAGE_ENTRIES (each page its own
+ * snapshot); stats prints the server's document without its "server" part. Not with --server:
+ * `--stats` (the perf context is this process's) and `compact` (the server has no route for it:
+ * it compacts in the background); both are usage errors, exit 2.
+ *
  * Exit codes: 0 success; 1 `get` of a missing key (like ldb), a locked database, corruption, I/O
  * errors, `compact` when the engine has no compaction; 2 usage: bad options, bad hex, a key the
  * spec cannot encode, --from after --to, no database at --db.
@@ -453,7 +463,11 @@ export function registerDbCommands(program: Command): void {
   withCommonOptions(program.command('stats').description('files per level and their key ranges')).action((o: CommonOptions) =>
     statsCommand(o),
   );
-  withCommonOptions(program.command('compact').description('flush, then compact the keys [from, to] down the levels (default: everything)'))
+  withCommonOptions(
+    program
+      .command('compact')
+      .description('flush, then compact the keys [from, to] down the levels (default: everything); --db only: a server compacts by itself'),
+  )
     .option('--from <key>', 'first key of the range (inclusive)')
     .option('--to <key>', 'last key of the range (inclusive)')
     .action((o: CompactOptions) => compactCommand(o));

@@ -1,6 +1,7 @@
 /**
  * How the database commands (cli/commands/db.ts) read keys and values from the command line and
- * print them back: one codec per invocation, chosen by `--hex` and `--key SPEC`.
+ * print them back: one codec per invocation, chosen by `--hex` and `--key SPEC`. With `--server`
+ * the same codec formats what the server sent (in hex on the wire), so both modes print alike.
  *
  * Contract:
  * - keys: with `--key SPEC` they are typed as text and encoded through the import key spec

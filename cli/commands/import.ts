@@ -3,7 +3,11 @@
  * sorted, non-overlapping SSTs, in bounded memory. One command, one action, two destinations:
  * - `--output-dir DIR`: the SSTs stay in DIR (src/ingest/importer.ts);
  * - `--db DIR`: import, conflict check, policy and ingestion into a database, or with --dry-run
- *   a plan of it (src/ingest/importIntoDb.ts, run by cli/commands/importDb.ts).
+ *   a plan of it (src/ingest/importIntoDb.ts, run by cli/commands/importDb.ts);
+ * - `--server URL [--token-file F]`: the same into the database an `ingest serve` holds: parsed
+ *   and sorted here, the SSTs and their row origins uploaded (cli/commands/importRemote.ts), with
+ *   the output and exit codes of --db (docs/serve.md, "The CLI as a client"). Not with --db or
+ *   --output-dir (usage, exit 2).
  * docs/import.md documents the options, the key and value encodings and the summary's fields.
  *
  * Output (--output-dir): with --json one summary object on stdout; otherwise one human line on
@@ -88,6 +92,7 @@ export function registerImportCommand(program: Command): void {
         throw new IngestError('USAGE', 'import: --server goes without --db and --output-dir');
       return runRemoteImport(inputs, o, mode);
     }
+    if (o.tokenFile !== undefined) throw new IngestError('USAGE', 'import: --token-file goes with --server');
     if (o.db !== undefined) return runDbImport(inputs, { ...o, db: o.db }, mode);
     const dbOnly = DB_ONLY.filter((name) => self.getOptionValueSource(name) === 'cli');
     if (dbOnly.length > 0) throw new IngestError('USAGE', `${dbOnly.map(flagOf).join(', ')} need --db`);

@@ -13,6 +13,11 @@
  * --dry-run (import only; `plan` always); --no-create-if-missing; --verify-checksums (re-read the new SSTs first);
  * --no-blocking-flush.
  *
+ * `--server URL [--token-file F]` instead of --db (either command): the same run against the
+ * database an `ingest serve` holds, the import half here and the check and ingestion there
+ * (cli/commands/importRemote.ts, which prints through printImportResult below, so the document,
+ * the human lines, the --report file and the exit codes are those of --db).
+ *
  * Exit codes: 0 ingested (or planned: a plan exits 0 even with conflicts, and shows them);
  * 3 conflicts under abort, nothing ingested, after the report is written; 2 bad input or usage;
  * 1 anything else. On every failure and on Ctrl-C the private directory is removed.

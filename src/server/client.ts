@@ -10,18 +10,28 @@
  * - SST uploads stream each file from disk as multipart/form-data with a Content-Length known in
  *   advance (the files are never read whole into memory);
  * - a server that cannot be reached is IngestError('UNAVAILABLE') naming the URL (exit 1);
- *   a request without an answer within REQUEST_TIMEOUT_MS is 'TIMEOUT' (imports have none: they
- *   take as long as the data).
+ *   a connection silent for REQUEST_TIMEOUT_MS is 'TIMEOUT' (an upload's is UPLOAD_IDLE_TIMEOUT_MS:
+ *   the server may think for as long as its own import limit before answering);
+ * - an error body with a code this client does not know keeps its message and gets the code its
+ *   status stands for (4xx exits 2, 409 exits 3, the rest 1).
  */
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { ErrorCode, IngestError } from '../util/errors';
+import { statusOfCode } from './httpErrors';
+import { DEFAULT_LIMITS } from './limits';
 
 export const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 export const MAX_SCAN_LINE_BYTES = 64 * 1024 * 1024;
+/** Silence (no byte either way) after which a request is given up: above the server's own requestTimeoutMs. */
 export const REQUEST_TIMEOUT_MS = 120_000;
+/**
+ * The same for an upload: the server may be silent while it checks and lands the SSTs, up to its
+ * importTimeoutMs (it answers 408 then), so the client waits a minute past that before giving up.
+ */
+export const UPLOAD_IDLE_TIMEOUT_MS = DEFAULT_LIMITS.importTimeoutMs + 60_000;
 
 export interface ClientResponse {
   status: number;
@@ -44,16 +54,34 @@ interface RequestSpec {
   timeoutMs?: number;
 }
 
-function errorOf(status: number, body: Buffer): IngestError {
+/** The code a status stands for when the body names none we know (a proxy's page, a newer server's code). */
+function codeOfStatus(status: number): ErrorCode {
+  if (status === 401) return 'UNAUTHORIZED';
+  if (status === 409) return 'CONFLICT';
+  if (status === 413) return 'TOO_LARGE';
+  if (status === 429) return 'BUSY';
+  if (status === 503) return 'UNAVAILABLE';
+  return status >= 400 && status < 500 ? 'BAD_INPUT' : 'IO';
+}
+
+function isErrorCode(code: string): code is ErrorCode {
+  // statusOfCode's table covers every ErrorCode (it is typed as a Record over them).
+  return statusOfCode(code as ErrorCode) !== undefined;
+}
+
+/** The server's `{"error": {code, message}}` as the IngestError it was, so exitCodeFor maps it as --db would. */
+export function errorOf(status: number, body: Buffer): IngestError {
   try {
-    const parsed = JSON.parse(body.toString('utf8')) as { error?: { code?: string; message?: string } };
-    if (typeof parsed.error?.code === 'string' && typeof parsed.error.message === 'string') {
-      return new IngestError(parsed.error.code as ErrorCode, parsed.error.message);
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: { code?: unknown; message?: unknown } };
+    const code = parsed.error?.code;
+    const message = parsed.error?.message;
+    if (typeof message === 'string') {
+      return new IngestError(typeof code === 'string' && isErrorCode(code) ? code : codeOfStatus(status), message);
     }
   } catch {
     // Not our JSON: fall through to a plain description.
   }
-  return new IngestError('IO', `the server answered ${status}: ${body.toString('utf8').slice(0, 200)}`);
+  return new IngestError(codeOfStatus(status), `the server answered ${status}: ${body.toString('utf8').slice(0, 200)}`);
 }
 
 export class ServerClient {
@@ -88,7 +116,9 @@ export class ServerClient {
       const req = http.request(new URL(spec.pathAndQuery, this.base), { method: spec.method, agent: this.agent, headers }, resolve);
       const timeoutMs = spec.timeoutMs ?? REQUEST_TIMEOUT_MS;
       if (timeoutMs > 0) {
-        req.setTimeout(timeoutMs, () => req.destroy(new IngestError('TIMEOUT', `no answer from ${this.url} within ${timeoutMs} ms`)));
+        req.setTimeout(timeoutMs, () =>
+          req.destroy(new IngestError('TIMEOUT', `no answer from ${this.url}: the connection was silent for ${timeoutMs} ms`)),
+        );
       }
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err instanceof IngestError) reject(err);
@@ -187,7 +217,7 @@ export class ServerClient {
     const sizes = files.map((f) => fs.statSync(f.path).size);
     const length = heads.reduce((n, h, i) => n + h.length + sizes[i] + 2, tail.length);
     const headers = { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': length };
-    const spec = { method: 'POST', pathAndQuery: `/v1/imports/sst?${query.toString()}`, headers, timeoutMs: 0 };
+    const spec = { method: 'POST', pathAndQuery: `/v1/imports/sst?${query.toString()}`, headers, timeoutMs: UPLOAD_IDLE_TIMEOUT_MS };
     const res = await this.start(spec, (req) => void writeParts(req, files, heads, tail));
     const body = await readAll(res, this.url);
     const status = res.statusCode ?? 0;

@@ -7,6 +7,7 @@ import { registerCheckCommand } from '../../cli/commands/check';
 import { registerImportCommand } from '../../cli/commands/import';
 import { registerPlanCommand } from '../../cli/commands/importDb';
 import { CONFLICT_CHECK_OPTIONS, DB_POLICY_OPTIONS, IMPORT_OPTIONS, OptionDef } from '../../cli/commands/importOptions';
+import { SERVER_OPTIONS } from '../../cli/commands/serverTarget';
 
 type Register = (program: Command) => void;
 const REGISTER: Record<string, Register> = { import: registerImportCommand, check: registerCheckCommand, plan: registerPlanCommand };
@@ -33,12 +34,29 @@ test.each([[['import', 'check', 'plan']], [['plan', 'check', 'import']], [['chec
         '--json',
         '--quiet',
         '--db',
+        ...flagsOf(SERVER_OPTIONS),
         ...flagsOf(CONFLICT_CHECK_OPTIONS),
         ...flagsOf(DB_POLICY_OPTIONS),
         '--dry-run',
       ],
-      check: ['--db', '--output-dir', ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(IMPORT_OPTIONS), '--json', '--quiet'],
-      plan: ['--db', ...flagsOf(IMPORT_OPTIONS), ...flagsOf(CONFLICT_CHECK_OPTIONS), ...flagsOf(DB_POLICY_OPTIONS), '--json', '--quiet'],
+      check: [
+        '--db',
+        ...flagsOf(SERVER_OPTIONS),
+        '--output-dir',
+        ...flagsOf(CONFLICT_CHECK_OPTIONS),
+        ...flagsOf(IMPORT_OPTIONS),
+        '--json',
+        '--quiet',
+      ],
+      plan: [
+        '--db',
+        ...flagsOf(SERVER_OPTIONS),
+        ...flagsOf(IMPORT_OPTIONS),
+        ...flagsOf(CONFLICT_CHECK_OPTIONS),
+        ...flagsOf(DB_POLICY_OPTIONS),
+        '--json',
+        '--quiet',
+      ],
     };
     for (const name of order) expect(longFlags(program, name)).toEqual(expected[name]);
   },

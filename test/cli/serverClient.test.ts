@@ -119,6 +119,7 @@ test('import, check and plan: same documents and exit codes, the report written 
   const plan = await both('plan', FIXTURE, ...DIALECT, '--json');
   expect(plan.remote.code).toBe(0);
   expect(plan.local.code).toBe(0);
+  expect(comparable(plan.remote.stdout)).toEqual(comparable(plan.local.stdout));
 
   const overwrite = await both('import', FIXTURE, ...DIALECT, '--on-conflict', 'overwrite', '--json');
   expect(overwrite.remote.code).toBe(0);
@@ -126,6 +127,62 @@ test('import, check and plan: same documents and exit codes, the report written 
   const after = await both('get', '200000000000042', '--key', 't_id:int64');
   expect(after.remote.stdout).toEqual(after.local.stdout);
   expect(after.remote.stdout).not.toContain('live');
+});
+
+/** Human lines with what differs by nature (the database named, seconds, target file numbers) masked. */
+function humanLines(stdout: string, db: string): string {
+  return stdout
+    .split(db)
+    .join('DB')
+    .replace(/[0-9.]+s\b/g, 'Ns')
+    .replace(/-> \d+\.sst/g, '-> N.sst');
+}
+
+test('human output: import, plan and check print the --db lines', async () => {
+  const served = path.join(root, 'served');
+  await both('put', '200000000000077', 'live', '--key', 't_id:int64');
+  const human = DIALECT.filter((a) => a !== '--quiet');
+  for (const args of [
+    ['plan', FIXTURE, ...human],
+    ['import', FIXTURE, ...human],
+    ['import', FIXTURE, ...human, '--on-conflict', 'skip'],
+  ]) {
+    const { remote, local } = await both(...args);
+    expect(remote.code).toBe(local.code);
+    expect(humanLines(remote.stdout, served)).toEqual(humanLines(local.stdout, twin));
+    expect(humanLines(remote.stderr, served)).toEqual(humanLines(local.stderr, twin));
+  }
+  // A check's document has no directory in it: its line names the server's URL where --db names the directory.
+  const check = await both('check', FIXTURE, ...human);
+  expect(check.remote.code).toBe(check.local.code);
+  expect(humanLines(check.remote.stdout, server.url)).toEqual(humanLines(check.local.stdout, twin));
+});
+
+test('the private temp directory is gone after an import, a failed upload and bad input', async () => {
+  const tmp = path.join(root, 'client-tmp');
+  const tokenFile = path.join(root, 'wrong-token');
+  fs.writeFileSync(tokenFile, 'not-the-token-but-long-enough\n');
+  const ok = await runCli('plan', FIXTURE, ...DIALECT, '--tmp-dir', tmp, '--server', server.url);
+  expect(ok.code).toBe(0);
+  expect(fs.readdirSync(tmp)).toEqual([]);
+  const refused = await runCli('import', FIXTURE, ...DIALECT, '--tmp-dir', tmp, '--server', secured.url, '--token-file', tokenFile);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('token');
+  expect(fs.readdirSync(tmp)).toEqual([]);
+  const bad = path.join(root, 'bad-for-tmp.csv');
+  fs.writeFileSync(bad, 'id,v\n1,a\n2,b,c\n');
+  expect((await runCli('import', bad, '--header', '--quiet', '--tmp-dir', tmp, '--server', server.url)).code).toBe(2);
+  expect(fs.readdirSync(tmp)).toEqual([]);
+});
+
+test('compact, --stats and --output-dir do not go with --server (usage, exit 2)', async () => {
+  const compact = await runCli('compact', '--server', server.url);
+  expect(compact.code).toBe(2);
+  expect(compact.stderr).toContain('compact');
+  expect((await runCli('get', 'a', '--stats', '--server', server.url)).code).toBe(2);
+  expect((await runCli('check', FIXTURE, ...DIALECT, '--output-dir', path.join(root, 'o'), '--server', server.url)).code).toBe(2);
+  expect((await runCli('put', 'a', 'b', '--token-file', path.join(root, 'nothing'), '--db', twin)).code).toBe(2);
+  expect((await runCli('import', FIXTURE, ...DIALECT, '--token-file', path.join(root, 'nothing'), '--db', twin)).code).toBe(2);
 });
 
 test('bad input through the server exits 2 naming the file and line; nothing lands', async () => {
