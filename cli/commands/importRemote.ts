@@ -64,7 +64,8 @@ function resultOf(
   if (report === undefined || typeof report !== 'object')
     throw new IngestError('IO', `the server at ${url} answered without a conflict report`);
   const reportPath = o.report ?? null;
-  if (mode === 'check') return { mode: 'check', db: url, import: summary, report, reportPath };
+  if (mode === 'check')
+    return { mode: 'check', db: typeof document.db === 'string' ? document.db : url, import: summary, report, reportPath };
   const d = document as unknown as DbImportResult;
   return { ...d, mode, db: d.db, import: summary, report, reportPath };
 }

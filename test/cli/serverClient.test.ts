@@ -152,10 +152,10 @@ test('human output: import, plan and check print the --db lines', async () => {
     expect(humanLines(remote.stdout, served)).toEqual(humanLines(local.stdout, twin));
     expect(humanLines(remote.stderr, served)).toEqual(humanLines(local.stderr, twin));
   }
-  // A check's document has no directory in it: its line names the server's URL where --db names the directory.
+  // The server names its database in a check's answer too, so the check's line is the --db line.
   const check = await both('check', FIXTURE, ...human);
   expect(check.remote.code).toBe(check.local.code);
-  expect(humanLines(check.remote.stdout, server.url)).toEqual(humanLines(check.local.stdout, twin));
+  expect(humanLines(check.remote.stdout, served)).toEqual(humanLines(check.local.stdout, twin));
 });
 
 test('the private temp directory is gone after an import, a failed upload and bad input', async () => {

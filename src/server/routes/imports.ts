@@ -2,7 +2,7 @@
  * POST /v1/imports?{import options}: a CSV body through the whole pipeline on the server
  * (src/ingest/importIntoDb.ts against the server's live engine), answered with the JSON
  * `ingest import --db --json` prints (`ingest plan` / `ingest check` with mode=plan|check; see
- * importJson.ts) plus "conflictReport", the conflict report itself:
+ * importJson.ts) plus "conflictReport", the conflict report itself (and, for a check, "db"):
  *   200 it landed (or a plan; or a check without conflicts);
  *   409 conflicts aborted it (or a check found some), with the report and
  *       "error": {"code": "CONFLICT", "message"}; nothing was ingested;
@@ -42,7 +42,9 @@ export function makeRequestScratchDir(dbDir: string): { dir: string; release: ()
 /** The answer to a finished run: 200, or 409 with the conflict error beside the document. */
 export function replyImportResult(ctx: RequestContext, result: DbImportResult | DbCheckResult, extra: Record<string, unknown>): void {
   const failure = conflictFailure(result);
-  const body = { ...dbRunJson(result), ...extra, conflictReport: conflictReportJson(result.report) };
+  // A check's document has no "db" (the CLI's has none either); the server names its database for clients that print it.
+  const db = result.mode === 'check' ? { db: result.db } : {};
+  const body = { ...db, ...dbRunJson(result), ...extra, conflictReport: conflictReportJson(result.report) };
   if (failure === null) replyJson(ctx, 200, body);
   else replyJson(ctx, 409, { ...body, error: { code: failure.code, message: failure.message } });
 }
