@@ -152,7 +152,12 @@ export class IngestServer {
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const code = status === 408 ? 'TIMEOUT' : status === 431 ? 'TOO_LARGE' : 'BAD_INPUT';
-    const body = JSON.stringify({ error: { code, message: `malformed HTTP request (${err.code ?? err.message})` } });
+    // A client that half-closes mid-request (a Content-Length it never sent in full) surfaces here, not in the route.
+    const message =
+      err.code === 'HPE_INVALID_EOF_STATE'
+        ? 'the connection ended before the request was complete (a truncated request or body; nothing of it was applied)'
+        : `malformed HTTP request (${err.code ?? err.message})`;
+    const body = JSON.stringify({ error: { code, message } });
     socket.end(
       `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );

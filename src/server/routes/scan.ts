@@ -34,7 +34,8 @@ function scanRequestOf(ctx: RequestContext): ScanRequest {
   const to = bound('to');
   if (from !== undefined && to !== undefined && compareUserKeys(from, to) > 0) throw badRequest('scan: from sorts after to');
   const limitText = ctx.query.get('limit')?.toString('utf8');
-  const limit = limitText === undefined ? ctx.limits.defaultScanLimit : Number(limitText);
+  // Digits only: Number('') is 0 and Number(' 1e3') is 1000, neither of which the client wrote as a limit.
+  const limit = limitText === undefined ? ctx.limits.defaultScanLimit : /^[0-9]+$/.test(limitText) ? Number(limitText) : NaN;
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > ctx.limits.maxScanLimit) {
     throw badRequest(`scan: limit must be an integer 0..${ctx.limits.maxScanLimit}, got "${limitText}"`);
   }
