@@ -308,10 +308,13 @@ export class CsvImport {
       s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
     const threads = parallel ? requestedThreads : 0;
     try {
-      const outcome = parallel
+      const inWorkers = parallel
         ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes)
-        : await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress);
-      return { outcome, threads };
+        : null;
+      // null: the workers had no record to bind the columns from, though there is data (only bad
+      // rows where the probe looked); the in-process parse reports each bad row as it should.
+      if (inWorkers !== null) return { outcome: inWorkers, threads };
+      return { outcome: await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress), threads: 0 };
     } catch (e) {
       // The import fails, but the rows that made it fail are still worth a rejects file.
       if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined)

@@ -4,6 +4,7 @@
  * them; and an aborted import leaves the output directory and the temp directory as they were.
  */
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { runImport, ImportOptions } from '../../src/ingest/importer';
 import { exitCodeFor, IngestError } from '../../src/util/errors';
@@ -156,4 +157,17 @@ describe('usage errors', () => {
     expect(err.code).toBe('USAGE');
     expect(err.message).toContain('"nope" is not among the columns: a, b');
   });
+});
+
+test('a file whose only row is bad fails with its line on the parallel path too (it used to import nothing)', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'only-bad-'));
+  try {
+    const input = path.join(dir, 'only.csv');
+    fs.writeFileSync(input, '10001,"open\n');
+    await expect(runImport({ inputs: [input], outputDir: path.join(dir, 'out'), parseThreads: 2 })).rejects.toThrow(
+      `${input} line 1: unterminated quoted field`,
+    );
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

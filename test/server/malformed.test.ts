@@ -565,11 +565,10 @@ test('CSVs with a bad row at a random line: 400 naming the body and line, nothin
   }
 });
 
-// Known bug (src/ingest/parse/parallelParse.ts, not the server): when the file's only record is
-// bad (here an unterminated quote), the main thread's probe finds no record, and the parallel
-// parse returns "no data": 200 with rowsRead 0, the row silently dropped, where the in-process
-// parse (threads=0) answers 400 "line 1: unterminated quoted field". Fails until that is fixed.
-test.failing('a CSV whose only row is bad is a 400, not an empty import (known bug: parallel parse)', async () => {
+// Found by this suite: when a file's only record was bad, the parallel parse's probe found no
+// record to bind the columns from and answered "no data" (200, the row silently dropped); it now
+// hands such input to the in-process parse, which reports the row (src/ingest/parse/parallelParse.ts).
+test('a CSV whose only row is bad is a 400, not an empty import', async () => {
   await expectRejected(
     'CSV with its only row bad',
     req({ method: 'POST', path: '/v1/imports?name=only.csv', body: '10001,"open\n' }),

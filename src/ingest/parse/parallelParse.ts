@@ -226,7 +226,7 @@ export async function parseInWorkers(
   progress: Progress,
   nameOf: InputNamer,
   taskBytesOverride?: number,
-): Promise<ParseOutcome> {
+): Promise<ParseOutcome | null> {
   // Probe every file; bind the layout from the first header or first record.
   const sizes = inputs.map((f) => fs.statSync(f).size);
   const probes = inputs.map((f, i) => probeFile(f, sizes[i], settings, nameOf(f)));
@@ -245,6 +245,9 @@ export async function parseInWorkers(
   const firstWithData = probes.find((p) => p.firstFieldCount >= 0);
   const named = settings.plan.columns !== null || header !== null;
   if (!named && firstWithData === undefined) {
+    // Data but no good record in the probes' windows: the layout cannot be bound here, and the
+    // data must not be dropped as if there were none. The caller parses in-process instead.
+    if (probes.some((p, i) => p.dataStart < sizes[i])) return null;
     return {
       runs: [],
       sources: [],
