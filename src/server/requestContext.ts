@@ -26,11 +26,6 @@ export interface RequestContext {
 
 export type RouteHandler = (ctx: RequestContext) => Promise<void>;
 
-/** A query value as text ('' when absent). */
-export function queryText(ctx: RequestContext, name: string): string | undefined {
-  return ctx.query.get(name)?.toString('utf8');
-}
-
 /** A boolean query flag: absent or 0/false is false; '', 1 or true is true; anything else a 400. */
 export function queryFlag(query: Map<string, Buffer>, name: string): boolean {
   const v = query.get(name)?.toString('utf8');

@@ -49,14 +49,9 @@ export function replyImportResult(ctx: RequestContext, result: DbImportResult | 
   else replyJson(ctx, 409, { ...body, error: { code: failure.code, message: failure.message } });
 }
 
-/** Runs a DbImport against the server's engine; the scratch directory goes whatever happens. */
-export async function runServerImport(ctx: RequestContext, options: DbImportOptions): Promise<DbImportResult | DbCheckResult> {
-  const job = new DbImport({ ...options, engine: ctx.engine, import: { ...options.import, progress: Progress.forStderr(true) } });
-  try {
-    return await job.run();
-  } finally {
-    job.cleanupSync();
-  }
+/** Runs a DbImport against the server's engine, silently (run() removes its private directory whatever happens). */
+export function runServerImport(ctx: RequestContext, options: DbImportOptions): Promise<DbImportResult | DbCheckResult> {
+  return new DbImport({ ...options, engine: ctx.engine, import: { ...options.import, progress: Progress.forStderr(true) } }).run();
 }
 
 export async function postImport(ctx: RequestContext): Promise<void> {

@@ -9,7 +9,7 @@
  * has latched waits for it (at most the engine's latch timeout: then 503 LATCH_TIMEOUT).
  */
 import { RequestContext, replyNoContent } from '../requestContext';
-import { HttpError, tooLarge } from '../httpErrors';
+import { HttpError } from '../httpErrors';
 import { readBody } from '../requestBody';
 import { keyOf, percentDecode } from '../urlBytes';
 
@@ -36,8 +36,8 @@ export async function getKey(ctx: RequestContext): Promise<void> {
 
 export async function putKey(ctx: RequestContext): Promise<void> {
   const key = pathKey(ctx);
+  // readBody refuses a value over the limit (413) before or while it arrives.
   const value = await readBody(ctx.req, ctx.limits.maxValueBytes, `PUT of key 0x${key.toString('hex')}`);
-  if (value.length > ctx.limits.maxValueBytes) throw tooLarge(`the value is over ${ctx.limits.maxValueBytes} bytes`);
   const sequence = await ctx.engine.put(key, value, { sync: ctx.syncWrites });
   await acknowledgeable(ctx);
   replyNoContent(ctx, sequence);
