@@ -3,7 +3,8 @@
  *
  * A block-cache miss used to cost four crossings between JavaScript and native code: the read,
  * the checksum, the LZ4 size framing and the decode, each with its own per-call overhead (about
- * 1 µs for the decode alone) on top of the work. readBlock() does all of it in one call:
+ * 1 µs for the decode alone) on top of the work. readBlock() does all of it in one call
+ * (LZ4 and Snappy; the caller decodes Zlib and ZSTD blocks on its JavaScript path):
  *
  *   pread(fd, blockBytes + 5 at position)  ->  verify the trailer's checksum  ->  decode
  *
@@ -11,7 +12,9 @@
  *
  * On-disk layout it reads (RocksDB's BlockBasedTable): `contents ‖ u8 compression type ‖ u32le
  * checksum`. Compression 0 is raw contents; 4 (LZ4) and 5 (LZ4HC) are `varint32 decoded size ‖
- * raw LZ4 block` (format_version >= 2; the reader rejects older versions at open). The checksum
+ * raw LZ4 block` (format_version >= 2; the reader rejects older versions at open); 1 (Snappy) is a
+ * raw Snappy block, which carries its own varint32 decoded length. Other types are
+ * UNSUPPORTED_COMPRESSION, for the caller to decode or refuse. The checksum
  * types handled here are 0 (none) and 4 (XXH3: low32(XXH3_64(contents)) ^ (type * 0x6b9083d9));
  * the JavaScript caller keeps CRC32C and xxHash/xxHash64 files on its own path.
  *
@@ -23,6 +26,8 @@
  *       a fresh Buffer per block costs about 1 µs of allocation, more than reading the block.
  *   xxh3Low32(data, start, end) -> uint32        low 32 bits of XXH3_64(data[start, end))
  *   lz4DecodeInto(src, srcStart, srcEnd, dst) -> undefined   decodes exactly dst.length bytes
+ *   snappyDecodeInto(src, srcStart, srcEnd, dst) -> undefined  the raw Snappy block src[start, end)
+ *       (preamble included) into exactly dst.length bytes
  *
  * Errors are thrown as JavaScript Errors with a `code` the caller maps to its own typed errors
  * (it knows the file name, block kind and offset): SHORT_READ (the file ends early; `missingBytes`
@@ -31,8 +36,8 @@
  *
  * Limits: a block is read into a per-thread scratch buffer when it fits SCRATCH_MAX_BYTES and into
  * a heap buffer freed before returning otherwise, so no call retains more than SCRATCH_MAX_BYTES.
- * The decoded size is checked against the caller's maxDecodedBytes and against LZ4's largest
- * possible expansion of the payload before any output is allocated.
+ * The decoded size is checked against the caller's maxDecodedBytes and against the codec's largest
+ * possible expansion of the payload (LZ4 255x, Snappy 22x) before any output is allocated.
  */
 /* pread() and off_t are POSIX, hidden by -std=c11 unless asked for. */
 #define _POSIX_C_SOURCE 200809L
@@ -46,11 +51,16 @@
 #include <unistd.h>
 
 #include "lz4Decode.h"
+#include "snappyDecode.h"
 #include "xxh3.h"
 
 #define BLOCK_TRAILER_BYTES 5
 #define SCRATCH_MAX_BYTES (256 * 1024)
 #define LZ4_MAX_EXPANSION 255
+/* A 3-byte Snappy copy emits at most 64 bytes; the slack covers tiny blocks. */
+#define SNAPPY_MAX_EXPANSION 22
+#define SNAPPY_EXPANSION_SLACK 64
+#define COMPRESSION_SNAPPY 1
 #define COMPRESSION_NONE 0
 #define COMPRESSION_LZ4 4
 #define COMPRESSION_LZ4HC 5
@@ -151,6 +161,34 @@ static void* output_room(napi_env env, const Output* output, size_t bytes, napi_
   return output->dest;
 }
 
+/* Decodes a raw Snappy block into `output`; on failure throws and returns NULL. */
+static napi_value decode_snappy(napi_env env, const uint8_t* stored, size_t storedBytes, uint32_t maxDecodedBytes,
+                                const Output* output) {
+  napi_value result = NULL;
+  int stop;
+  uint32_t decodedBytes;
+  if (snappy_read_length(stored, storedBytes, &decodedBytes) == 0) {
+    throw_coded(env, "SNAPPY_MALFORMED", "bad Snappy length preamble", NULL, 0, NULL, 0);
+    return NULL;
+  }
+  if (decodedBytes > maxDecodedBytes ||
+      (uint64_t)decodedBytes > (uint64_t)storedBytes * SNAPPY_MAX_EXPANSION + SNAPPY_EXPANSION_SLACK) {
+    char message[128];
+    snprintf(message, sizeof message, "Snappy size header %u is implausible for %zu payload bytes", decodedBytes,
+             storedBytes);
+    throw_coded(env, "SNAPPY_MALFORMED", message, NULL, 0, NULL, 0);
+    return NULL;
+  }
+  void* out = output_room(env, output, decodedBytes, &result, &stop);
+  if (stop) return result;
+  enum SnappyDecodeStatus status = snappy_decode_block(stored, storedBytes, (uint8_t*)out, decodedBytes);
+  if (status != SNAPPY_DECODE_OK) {
+    throw_coded(env, "SNAPPY_MALFORMED", snappy_decode_status_text(status), NULL, 0, NULL, 0);
+    return NULL;
+  }
+  return result;
+}
+
 /* Decodes a stored block's contents into `output`; on failure throws and returns NULL. */
 static napi_value decode_contents(napi_env env, const uint8_t* stored, size_t storedBytes, unsigned type,
                                   uint32_t maxDecodedBytes, const Output* output) {
@@ -163,6 +201,7 @@ static napi_value decode_contents(napi_env env, const uint8_t* stored, size_t st
     memcpy(out, stored, storedBytes);
     return result;
   }
+  if (type == COMPRESSION_SNAPPY) return decode_snappy(env, stored, storedBytes, maxDecodedBytes, output);
   if (type != COMPRESSION_LZ4 && type != COMPRESSION_LZ4HC) {
     char message[64];
     snprintf(message, sizeof message, "compression type %u is not supported here", type);
@@ -353,11 +392,36 @@ static napi_value lz4_decode_into_js(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static napi_value snappy_decode_into_js(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint8_t *src, *dst;
+  size_t srcLength, dstLength, start, end;
+  if (argc != 4) {
+    throw_invalid(env, "snappyDecodeInto(src, srcStart, srcEnd, dst)");
+    return NULL;
+  }
+  if (!get_bytes(env, argv[0], &src, &srcLength) || !get_index(env, argv[1], srcLength, &start) ||
+      !get_index(env, argv[2], srcLength, &end) || !get_bytes(env, argv[3], &dst, &dstLength))
+    return NULL;
+  if (start > end) {
+    throw_invalid(env, "snappyDecodeInto: srcStart > srcEnd");
+    return NULL;
+  }
+  enum SnappyDecodeStatus status = snappy_decode_block(src + start, end - start, dst, dstLength);
+  if (status != SNAPPY_DECODE_OK) {
+    throw_coded(env, "SNAPPY_MALFORMED", snappy_decode_status_text(status), NULL, 0, NULL, 0);
+  }
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"readBlock", NULL, read_block, NULL, NULL, NULL, napi_default, NULL},
       {"xxh3Low32", NULL, xxh3_low32_js, NULL, NULL, NULL, napi_default, NULL},
       {"lz4DecodeInto", NULL, lz4_decode_into_js, NULL, NULL, NULL, napi_default, NULL},
+      {"snappyDecodeInto", NULL, snappy_decode_into_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

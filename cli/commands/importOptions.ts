@@ -14,7 +14,7 @@
  */
 import { Command, Option } from 'commander';
 import { IngestError } from '../../src/util/errors';
-import { parseCompression } from '../../src/sstable/compression';
+import { parseCompression, WRITABLE_COMPRESSION_NAMES } from '../../src/sstable/compression';
 import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions, ParserChoice } from '../../src/ingest/importer';
 import { DEFAULT_MEMORY_LIMIT_BYTES } from '../../src/ingest/memoryBudget';
 import { KeySpec } from '../../src/ingest/rows/keySpec';
@@ -127,7 +127,7 @@ export const IMPORT_OPTIONS: readonly OptionDef[] = [
     parse: nonNegativeInt('--merge-threads'),
     defaultValue: 1,
   },
-  { flags: '--compression <c>', description: 'SST block compression', choices: ['lz4', 'none'], defaultValue: 'lz4' },
+  { flags: '--compression <c>', description: 'SST block compression', choices: WRITABLE_COMPRESSION_NAMES, defaultValue: 'lz4' },
   {
     flags: '--bloom-bits <n>',
     description: 'bloom filter bits per key (0 = none)',

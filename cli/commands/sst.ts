@@ -14,7 +14,7 @@ import { Command, Option } from 'commander';
 import { parse } from 'csv-parse/sync';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
 import { TableReader } from '../../src/sstable/reader/tableReader';
-import { parseCompression } from '../../src/sstable/compression';
+import { parseCompression, WRITABLE_COMPRESSION_NAMES } from '../../src/sstable/compression';
 import { parseChecksumType } from '../../src/sstable/checksum';
 import { IngestError } from '../../src/util/errors';
 import { sequenceOf, typeOf, userKeyOf, formatKey } from '../../src/base/internalKey';
@@ -202,7 +202,7 @@ export function registerSstCommands(program: Command): void {
     .requiredOption('-o, --output <file.sst>', 'output SST path')
     .option('--delimiter <c>', 'field delimiter', ',')
     .option('--header', 'skip the first row (column names)')
-    .addOption(new Option('--compression <type>', 'block compression').choices(['lz4', 'none']).default('lz4'))
+    .addOption(new Option('--compression <type>', 'block compression').choices(WRITABLE_COMPRESSION_NAMES).default('lz4'))
     .option('--bloom-bits <n>', 'Bloom filter bits per key (0: no filter)', numberOption('--bloom-bits', 0, 100), 10)
     .option('--format-version <n>', 'table format_version (2, 3, 4 or 5)', intOption('--format-version', 2, 5), 5)
     .addOption(new Option('--checksum <type>', 'block checksum').choices(['xxh3', 'crc32c', 'xxhash', 'xxhash64', 'none']).default('xxh3'))

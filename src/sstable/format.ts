@@ -21,6 +21,8 @@ export const FULL_FILTER_PREFIX = 'fullfilter.';
 export const PARTITIONED_FILTER_PREFIX = 'partitionedfilter.';
 export const META_PROPERTIES = 'rocksdb.properties';
 export const META_RANGE_DEL = 'rocksdb.range_del';
+/** The compression dictionary (RocksDB's CompressionOptions.max_dict_bytes > 0); we do not read it. */
+export const META_COMPRESSION_DICT = 'rocksdb.compression_dict';
 
 export const Prop = {
   IndexType: 'rocksdb.block.based.table.index.type',

@@ -5,9 +5,11 @@
  * Why native code: on a block-cache miss, reading, checksumming and LZ4-decoding one 4 KiB block
  * through JavaScript packages cost about 9.6 µs, most of it per-call overhead (lz4-napi alone
  * about 5 µs, against about 0.4 µs for the same decode here). `readBlock` does the read, the
- * XXH3 check and the decode in one call. Everything it does also exists in JavaScript (fs.readSync,
- * @node-rs/xxhash or hash-wasm, lz4-napi), which the callers use when `nativeBlockCodec` is null,
- * so a machine without a C compiler still works, only slower. Tests run both paths.
+ * XXH3 check and the decode (LZ4, or Snappy: RocksDB's default compression) in one call.
+ * Everything it does also exists in JavaScript (fs.readSync, @node-rs/xxhash or hash-wasm,
+ * lz4-napi, snappy), which the callers use when `nativeBlockCodec` is null, so a machine without
+ * a C compiler still works, only slower. Zlib and ZSTD blocks are always decoded in JavaScript
+ * (readBlock reports them as UNSUPPORTED_COMPRESSION). Tests run both paths.
  *
  * Contract: see native/blockcodec.c. Errors it throws carry a `code` (NativeCodecErrorCode);
  * the caller (src/sstable/reader/blockFetcher.ts) wraps them into CorruptionError / IngestError
@@ -21,7 +23,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 export type NativeCodecErrorCode =
-  'SHORT_READ' | 'IO' | 'CHECKSUM_MISMATCH' | 'LZ4_MALFORMED' | 'UNSUPPORTED_COMPRESSION' | 'INVALID_ARGUMENT';
+  'SHORT_READ' | 'IO' | 'CHECKSUM_MISMATCH' | 'LZ4_MALFORMED' | 'SNAPPY_MALFORMED' | 'UNSUPPORTED_COMPRESSION' | 'INVALID_ARGUMENT';
 
 export interface NativeCodecError extends Error {
   code: NativeCodecErrorCode;
@@ -41,8 +43,9 @@ export interface NativeBlockCodec {
   /**
    * Reads `blockBytes` of contents plus the 5-byte trailer at `position` of `fd`, verifies the
    * trailer checksum when `verify` (checksumType 0 = none or 4 = XXH3 only), and returns the
-   * contents, LZ4-decoded if the trailer says so, in a new Buffer of their own. A decoded size
-   * above `maxDecodedBytes` is LZ4_MALFORMED.
+   * contents, LZ4- or Snappy-decoded if the trailer says so, in a new Buffer of their own. A
+   * decoded size above `maxDecodedBytes` is LZ4_MALFORMED / SNAPPY_MALFORMED; another
+   * compression type is UNSUPPORTED_COMPRESSION (after the checksum was verified).
    */
   readBlock(fd: number, position: number, blockBytes: number, checksumType: number, verify: boolean, maxDecodedBytes: number): Buffer;
   /**
@@ -63,6 +66,11 @@ export interface NativeBlockCodec {
   xxh3Low32(data: Uint8Array, start: number, end: number): number;
   /** Decodes the raw LZ4 block src[srcStart, srcEnd) into exactly all of dst, or throws LZ4_MALFORMED. */
   lz4DecodeInto(src: Uint8Array, srcStart: number, srcEnd: number, dst: Uint8Array): void;
+  /**
+   * Decodes the raw Snappy block src[srcStart, srcEnd) (its length preamble included) into
+   * exactly all of dst, or throws SNAPPY_MALFORMED.
+   */
+  snappyDecodeInto(src: Uint8Array, srcStart: number, srcEnd: number, dst: Uint8Array): void;
 }
 
 const MODULE_RELATIVE_PATH = path.join('build', 'Release', 'blockcodec.node');
@@ -82,7 +90,12 @@ function findModule(): string | null {
 function isNativeBlockCodec(m: unknown): m is NativeBlockCodec {
   if (typeof m !== 'object' || m === null) return false;
   const r = m as Record<string, unknown>;
-  return typeof r.readBlock === 'function' && typeof r.xxh3Low32 === 'function' && typeof r.lz4DecodeInto === 'function';
+  return (
+    typeof r.readBlock === 'function' &&
+    typeof r.xxh3Low32 === 'function' &&
+    typeof r.lz4DecodeInto === 'function' &&
+    typeof r.snappyDecodeInto === 'function'
+  );
 }
 
 function load(): { codec: NativeBlockCodec | null; reason: string } {

@@ -1,9 +1,10 @@
 /**
- * Block compression pipeline: stores (LZ4-compresses and checksums) a table's data blocks on a
+ * Block compression pipeline: stores (compresses (LZ4, ZSTD or Snappy) and checksums) a table's data blocks on a
  * worker thread while the calling thread goes on building the next blocks, and hands the stored
  * blocks back in file order.
  *
- * Why: LZ4 and block checksums are about a third of the CPU time of writing a compressed table.
+ * Why: LZ4 and block checksums are about a third of the CPU time of writing a compressed table
+ * (ZSTD, slower to compress, more).
  * Moving them to another core lets block building and compression overlap, which is how a
  * JavaScript writer keeps up with RocksDB's C++ SstFileWriter. (Hashing keys for the filter
  * there too was tried: walking the blocks again cost the worker twice what hashing at add()

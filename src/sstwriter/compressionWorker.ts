@@ -1,7 +1,7 @@
 /**
  * Compression worker: a thread that turns batches of finished data blocks into their stored
- * form (LZ4 framing when it pays, plus the 5-byte trailer) for BlockCompressionPipeline, so the
- * thread that builds blocks does not spend its time in LZ4 and checksums.
+ * form (the table's compression in RocksDB's framing when it pays, plus the 5-byte trailer) for
+ * BlockCompressionPipeline, so the thread that builds blocks does not spend its time in codecs and checksums.
  *
  * Protocol (buffers are transferred, never copied):
  *   parent → worker, on parentPort: AttachMessage { port, settings }, one per pipeline. The

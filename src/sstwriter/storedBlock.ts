@@ -2,8 +2,9 @@
  * Stored blocks: how a finished block's contents go to disk.
  *
  * On disk every block is `stored bytes ‖ u8 compression type ‖ u32le checksum` (the 5-byte
- * trailer, see src/sstable/checksum.ts). The stored bytes are the contents themselves (type 0), or their LZ4
- * framing (type 4) when the block may be compressed and LZ4 saves more than 1/8 of its size.
+ * trailer, see src/sstable/checksum.ts). The stored bytes are the contents themselves (type 0), or their
+ * compressed payload in RocksDB's framing (type 4 LZ4, 7 ZSTD or 1 Snappy: the table's compression,
+ * see src/sstable/compression.ts) when the block may be compressed and that saves more than 1/8 of its size.
  *
  * Contract: `storeBlock` is a pure function of (contents, compressible, settings): the same
  * inputs give the same stored bytes, type and checksum on every thread. That is what lets the
@@ -11,18 +12,18 @@
  * write exactly the file it would have written inline.
  */
 import { BLOCK_TRAILER_BYTES, ChecksumType, computeBlockChecksum } from '../sstable/checksum';
-import { CompressionType, lz4CompressForBlock } from '../sstable/compression';
+import { CompressionType, compressForBlock } from '../sstable/compression';
 
 /** What decides a block's stored form; fixed for a whole table. */
 export interface BlockStorageSettings {
-  /** None or LZ4. */
+  /** None, LZ4, ZSTD or Snappy (isWritableCompression). */
   compression: CompressionType;
   formatVersion: number;
   checksumType: ChecksumType;
 }
 
 export interface StoredBlock {
-  /** The bytes written before the trailer: `contents` itself or a new LZ4 payload. */
+  /** The bytes written before the trailer: `contents` itself or a new compressed payload. */
   bytes: Buffer;
   /** The trailer's compression type byte. */
   type: CompressionType;
@@ -34,11 +35,11 @@ export interface StoredBlock {
 export function storeBlock(contents: Buffer, compressible: boolean, settings: BlockStorageSettings): StoredBlock {
   let bytes = contents;
   let type = CompressionType.None;
-  if (compressible && settings.compression === CompressionType.LZ4) {
-    const compressed = lz4CompressForBlock(contents, settings.formatVersion);
+  if (compressible && settings.compression !== CompressionType.None) {
+    const compressed = compressForBlock(settings.compression, contents, settings.formatVersion);
     if (compressed !== null) {
       bytes = compressed;
-      type = CompressionType.LZ4;
+      type = settings.compression;
     }
   }
   return { bytes, type, checksum: computeBlockChecksum(settings.checksumType, bytes, 0, bytes.length, type) };

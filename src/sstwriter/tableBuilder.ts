@@ -4,7 +4,7 @@
  *
  * File layout written (each block followed by its 5-byte trailer: u8 compression type ‖ u32le
  * checksum over the stored bytes plus the type byte):
- *   data block 0 … data block N-1     (LZ4-compressed when it saves more than 1/8)
+ *   data block 0 … data block N-1     (compressed (LZ4, ZSTD or Snappy) when it saves more than 1/8)
  *   full filter                        (if a filter is configured and a point key was added)
  *   index block                        (compressed under the same rule as data blocks)
  *   range_del block                    (if any tombstone was added; never compressed)
@@ -12,8 +12,9 @@
  *   metaindex block                    (never compressed)
  *   footer (53 bytes)
  * With compression off, the output is byte-identical to RocksDB's SstFileWriter given the same
- * entries, options and session id. With LZ4 it is a valid RocksDB file, but lz4-napi's encoder
- * may choose different matches than liblz4, so bytes (and the 1/8 decision) can differ.
+ * entries, options and session id. Compressed, it is a valid RocksDB file, but our encoders
+ * (lz4-napi's lz4_flex, napi-rs snappy's Rust port, zstd-napi's libzstd, whose version may differ from
+ * RocksDB's) may choose different matches, so bytes (and the 1/8 decision) can differ.
  *
  * Data blocks are cut with RocksDB's FlushBlockBySizePolicy: before adding (k, v) to a non-empty
  * block, the block is finished if its size is already >= block size, or if adding would exceed
@@ -42,7 +43,7 @@ import { BlockBuilder, MAX_BLOCK_BYTES } from './blockBuilder';
 import { compareByteRanges } from '../util/byteRanges';
 import { BlockCompressionPipeline, StoredBatch } from './blockCompressionPipeline';
 import { BLOCK_TRAILER_BYTES, ChecksumType } from '../sstable/checksum';
-import { CompressionType, compressionName } from '../sstable/compression';
+import { CompressionType, compressionName, isWritableCompression } from '../sstable/compression';
 import { BLOOM_FILTER_POLICY_NAME } from '../sstable/bloomFilter';
 import { FilterBuilder, createFilterBuilder } from './filterBuilder';
 import { encodeFooter } from '../sstable/footer';
@@ -92,7 +93,7 @@ export interface TableBuilderOptions {
   /** Footer format_version, 2..5 (RocksDB 7.8 default 5). */
   formatVersion: number;
   checksumType: ChecksumType;
-  /** None or LZ4. */
+  /** None, LZ4, ZSTD or Snappy. */
   compression: CompressionType;
   /** Target uncompressed data block size. */
   blockSizeBytes: number;
@@ -186,8 +187,11 @@ export function resolveTableBuilderOptions(partial: Partial<TableBuilderOptions>
     );
   }
   checkInteger('checksumType', o.checksumType, ChecksumType.None, ChecksumType.XXH3);
-  if (o.compression !== CompressionType.None && o.compression !== CompressionType.LZ4) {
-    throw new IngestError('NOT_SUPPORTED', `compression ${compressionName(o.compression)} is not supported (use NoCompression or LZ4)`);
+  if (!isWritableCompression(o.compression)) {
+    throw new IngestError(
+      'NOT_SUPPORTED',
+      `compression ${compressionName(o.compression)} is not supported for writing (use NoCompression, LZ4, ZSTD or Snappy)`,
+    );
   }
   checkInteger('blockSizeBytes', o.blockSizeBytes, 1, MAX_BLOCK_BYTES);
   checkInteger('blockSizeDeviationPercent', o.blockSizeDeviationPercent, 0, 100);
@@ -478,7 +482,7 @@ export class TableBuilder {
     this.offset = offset;
   }
 
-  /** Appends `contents` (maybe LZ4-compressed) and its trailer; returns the block's handle. */
+  /** Appends `contents` (maybe compressed) and its trailer; returns the block's handle. */
   private writeBlock(contents: Buffer, compressible: boolean): BlockHandle {
     const stored = storeBlock(contents, compressible, this.options);
     const handle = { offset: this.offset, size: stored.bytes.length };

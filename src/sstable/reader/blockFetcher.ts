@@ -9,13 +9,18 @@
  * Contract:
  * - readBlock() checks that the handle and its trailer lie inside the file's blocks (before the
  *   footer) and that the block is at most MAX_BLOCK_BYTES, verifies the checksum when asked, and
- *   decompresses by the trailer's type: NoCompression, LZ4 and LZ4HC only. Every fault is a
- *   CorruptionError naming the file and the block offset (and the block kind); another
- *   compression is IngestError NOT_SUPPORTED; a failed read is IngestError IO.
+ *   decompresses by the trailer's type: NoCompression, Snappy, Zlib, LZ4, LZ4HC, ZSTD and
+ *   ZSTDNotFinal (src/sstable/compression.ts). Every fault, an undecodable payload included, is
+ *   a CorruptionError naming the file and the block offset (and the block kind); another
+ *   compression (BZip2, Xpress, unknown) is IngestError NOT_SUPPORTED naming it; a failed read
+ *   is IngestError IO.
  * - Two paths with the same checks and the same errors: the native codec
- *   (src/sstable/nativeBlockCodec.ts: read, XXH3 check and LZ4 decode in one call) when it is
- *   built and handles the file's checksum type, else JavaScript (readSync, computeBlockChecksum,
- *   lz4-napi). On the native path data blocks may be decoded into the shared arena
+ *   (src/sstable/nativeBlockCodec.ts: read, XXH3 check and LZ4 or Snappy decode in one call) when
+ *   it is built and handles the file's checksum type, else JavaScript (readSync,
+ *   computeBlockChecksum, lz4-napi, snappy, zstd-napi, node:zlib). A block whose type the native
+ *   codec does not decode (Zlib, ZSTD) is read again on the JavaScript path, and the file stays
+ *   there from then on (a table has one compression, so its other blocks are the same type).
+ *   On the native path data blocks may be decoded into the shared arena
  *   (src/sstable/reader/blockArena.ts; see `dataArena`).
  * - What readBlock() returns is memory of its own (or an arena view no other block shares):
  *   the block cache and iterators keep blocks for as long as they like.
@@ -30,7 +35,15 @@ import { compareByteRanges } from '../../base/keyCompare';
 import { BlockHandle, readVarint32, decoded } from '../../util/coding';
 import { CorruptionError, IngestError } from '../../util/errors';
 import { BLOCK_TRAILER_BYTES, computeBlockChecksum } from '../checksum';
-import { CompressionType, compressionName, LZ4_NAPI_SIZE_BYTES, lz4DecompressBlockInPlace } from '../compression';
+import {
+  CompressionType,
+  compressionName,
+  decompressBlock,
+  isReadableCompression,
+  LZ4_NAPI_SIZE_BYTES,
+  lz4DecompressBlockInPlace,
+  READABLE_COMPRESSION_NAMES,
+} from '../compression';
 import { Footer } from '../footer';
 import { Prop } from '../format';
 import { isNativeCodecError, NATIVE_CHECKSUM_TYPES, nativeBlockCodec, NativeBlockCodec } from '../nativeBlockCodec';
@@ -96,8 +109,11 @@ export class BlockFetcher {
   private readonly formatVersion: number;
   /** Where the blocks end and the footer starts: no handle may reach past it. */
   private readonly blocksEndBytes: number;
-  /** The native block codec when it is built and handles this file's checksum type, else null. */
-  private readonly nativeCodec: NativeBlockCodec | null;
+  /**
+   * The native block codec when it is built and handles this file's checksum type, else null;
+   * set to null once a block's compression turns out to be one it does not decode.
+   */
+  private nativeCodec: NativeBlockCodec | null;
   /** Where readRawBlock() reads blocks of up to READ_SCRATCH_MAX_BYTES; grows on demand. */
   private readScratch: Buffer = Buffer.alloc(0);
 
@@ -172,6 +188,12 @@ export class BlockFetcher {
       if (arena !== null) return arena.readBlock(codec, this.fd, handle.offset, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
       return codec.readBlock(this.fd, handle.offset, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
     } catch (e) {
+      if (isNativeCodecError(e) && e.code === 'UNSUPPORTED_COMPRESSION' && isReadableCompression(e.compressionType ?? -1)) {
+        // Zlib or ZSTD: the JavaScript path decodes it (and checks the checksum again itself).
+        perf.blockBytesRead -= handle.size + BLOCK_TRAILER_BYTES;
+        this.nativeCodec = null;
+        return this.readBlock(handle, kind, verify, null);
+      }
       throw this.nativeReadError(e, handle, kind);
     }
   }
@@ -189,6 +211,7 @@ export class BlockFetcher {
           `${kind} block checksum mismatch: stored 0x${(e.stored ?? 0).toString(16)}, computed 0x${(e.computed ?? 0).toString(16)}`,
         );
       case 'LZ4_MALFORMED':
+      case 'SNAPPY_MALFORMED':
         return new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${e.message}`);
       case 'UNSUPPORTED_COMPRESSION':
         return this.unsupportedCompression(e.compressionType ?? -1, handle, kind);
@@ -206,7 +229,7 @@ export class BlockFetcher {
   private unsupportedCompression(type: number, handle: BlockHandle, kind: BlockKind): IngestError {
     return new IngestError(
       'NOT_SUPPORTED',
-      `${this.path}: ${kind} block at offset ${handle.offset} uses ${compressionName(type)} compression; only NoCompression, LZ4 and LZ4HC are supported`,
+      `${this.path}: ${kind} block at offset ${handle.offset} uses ${compressionName(type)} compression, which is not supported (only ${READABLE_COMPRESSION_NAMES.join(', ')})`,
     );
   }
 
@@ -228,6 +251,7 @@ export class BlockFetcher {
   /**
    * The contents of a block from readRawBlock() in memory of their own (blocks outlive the
    * scratch buffer: the cache and iterators keep them). Destroys an LZ4 payload's size header.
+   * Snappy, Zlib and ZSTD decode into a new Buffer (decompressBlock).
    */
   private decompress(buf: Buffer, handle: BlockHandle, kind: BlockKind): Buffer {
     const type = buf[handle.size];
@@ -246,6 +270,15 @@ export class BlockFetcher {
           throw new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${(e as Error).message}`);
         }
       }
+      case CompressionType.Snappy:
+      case CompressionType.Zlib:
+      case CompressionType.ZSTD:
+      case CompressionType.ZSTDNotFinal:
+        try {
+          return decompressBlock(type, payload, MAX_BLOCK_BYTES);
+        } catch (e) {
+          throw new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${(e as Error).message}`);
+        }
       default:
         throw this.unsupportedCompression(type, handle, kind);
     }

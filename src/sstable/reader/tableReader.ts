@@ -19,11 +19,14 @@
  * Contract:
  * - Every block read verifies its checksum unless `verifyChecksums` is false; a mismatch, a
  *   malformed block or an undecodable payload is a CorruptionError naming the file and block
- *   offset. Blocks are decompressed by their trailer type: NoCompression, LZ4 and LZ4HC only.
+ *   offset. Blocks are decompressed by their trailer type: NoCompression, Snappy, Zlib, LZ4,
+ *   LZ4HC, ZSTD and ZSTDNotFinal (src/sstable/compression.ts).
  * - Partitioned (two-level) indexes and partitioned filters are read through
  *   src/sstable/reader/partitionedIndex.ts; index partitions go through the block cache like data blocks.
  * - Not supported (IngestError NOT_SUPPORTED, naming the file): format_version outside 2..5,
- *   the binary-search-with-first-key index type, compression other than None/LZ4/LZ4HC,
+ *   the binary-search-with-first-key index type, BZip2 and Xpress compression (by the
+ *   rocksdb.compression property at open, by the trailer for any block), a non-empty compression
+ *   dictionary (meta block rocksdb.compression_dict: its ZSTD/zlib blocks need it to decode),
  *   comparators other than leveldb.BytewiseComparator, external-file versions above 2.
  * - Index keys are user keys or internal keys per rocksdb.index.key.is.user.key, values plain or
  *   delta-encoded handles per rocksdb.index.value.is.delta.encoded (never inferred from the
@@ -39,10 +42,12 @@ import { perf } from '../../base/perfContext';
 import { compareByteRanges, compareInternalKeyRanges } from '../../base/keyCompare';
 import { BlockHandle, readBlockHandle } from '../../util/coding';
 import { CorruptionError, IngestError } from '../../util/errors';
+import { READABLE_COMPRESSION_NAMES } from '../compression';
 import { decodeFooter, Footer } from '../footer';
 import {
   FOOTER_BYTES,
   FULL_FILTER_PREFIX,
+  META_COMPRESSION_DICT,
   META_PROPERTIES,
   META_RANGE_DEL,
   MAX_SUPPORTED_FORMAT_VERSION,
@@ -92,7 +97,8 @@ export interface RangeTombstone {
 }
 
 const BYTEWISE_COMPARATOR = 'leveldb.BytewiseComparator';
-const SUPPORTED_COMPRESSION_NAMES: ReadonlySet<string> = new Set(['', 'NoCompression', 'LZ4', 'LZ4HC']);
+/** rocksdb.compression values we open: the readable codecs, and '' (no property). */
+const SUPPORTED_COMPRESSION_NAMES: ReadonlySet<string> = new Set(['', ...READABLE_COMPRESSION_NAMES]);
 /** Index types (rocksdb.block.based.table.index.type). */
 const INDEX_BINARY_SEARCH = 0;
 const INDEX_HASH_SEARCH = 1;
@@ -428,7 +434,14 @@ export class TableReader implements TableBlockSource {
     if (!SUPPORTED_COMPRESSION_NAMES.has(props.compressionName)) {
       throw new IngestError(
         'NOT_SUPPORTED',
-        `${this.path}: compression ${props.compressionName} is not supported (only NoCompression, LZ4 and LZ4HC)`,
+        `${this.path}: compression ${props.compressionName} is not supported (only ${READABLE_COMPRESSION_NAMES.join(', ')})`,
+      );
+    }
+    const dict = this.metaHandles.get(META_COMPRESSION_DICT);
+    if (dict !== undefined && dict.size > 0) {
+      throw new IngestError(
+        'NOT_SUPPORTED',
+        `${this.path}: ${props.compressionName} compression dictionaries (meta block ${META_COMPRESSION_DICT}, ${dict.size} bytes) are not supported`,
       );
     }
     // The hash-search index is an ordinary binary-search index plus side blocks we ignore.

@@ -243,15 +243,18 @@ describe('corrupted and unsupported files', () => {
     );
   });
 
-  test('compressions other than None/LZ4 are NOT_SUPPORTED, by property and by block type', () => {
-    const byProperty = rewriteProperties(tmpDir(), 'fv5_xxh3_none_bloom.sst', 'zstd.sst', (map) =>
-      map.set(Prop.Compression, Buffer.from('ZSTD')),
+  test('BZip2 and Xpress are NOT_SUPPORTED, by property and by block type', () => {
+    const byProperty = rewriteProperties(tmpDir(), 'fv5_xxh3_none_bloom.sst', 'xpress.sst', (map) =>
+      map.set(Prop.Compression, Buffer.from('Xpress')),
     );
     expect(() => TableReader.open(byProperty)).toThrow(
-      expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/ZSTD/) }),
+      expect.objectContaining({
+        code: 'NOT_SUPPORTED',
+        message: expect.stringMatching(/xpress\.sst: compression Xpress is not supported/),
+      }),
     );
 
-    // A data block whose trailer says Snappy (checksum recomputed, so only the type is "wrong").
+    // A data block whose trailer says BZip2 (checksum recomputed, so only the type is "wrong").
     const bytes = fs.readFileSync(path.join(FIXTURES, 'fv5_xxh3_none_bloom.sst'));
     const reader = TableReader.open(path.join(FIXTURES, 'fv5_xxh3_none_bloom.sst'));
     const index = reader.newIndexIterator();
@@ -259,18 +262,23 @@ describe('corrupted and unsupported files', () => {
     const { handleOffset, handleSize } = index;
     const checksumType = reader.footer.checksumType;
     reader.close();
-    bytes[handleOffset + handleSize] = CompressionType.Snappy;
+    bytes[handleOffset + handleSize] = CompressionType.BZip2;
     bytes.writeUInt32LE(
-      computeBlockChecksum(checksumType, bytes, handleOffset, handleOffset + handleSize, CompressionType.Snappy),
+      computeBlockChecksum(checksumType, bytes, handleOffset, handleOffset + handleSize, CompressionType.BZip2),
       handleOffset + handleSize + 1,
     );
-    const snappy = path.join(tmpDir(), 'snappy-block.sst');
-    fs.writeFileSync(snappy, bytes);
-    const r = TableReader.open(snappy);
-    expect(() => scan(r)).toThrow(
-      expect.objectContaining({ code: 'NOT_SUPPORTED', message: expect.stringMatching(/snappy-block\.sst.*Snappy/) }),
-    );
-    r.close();
+    const bzip2 = path.join(tmpDir(), 'bzip2-block.sst');
+    fs.writeFileSync(bzip2, bytes);
+    for (const useNativeCodec of [true, false]) {
+      const r = TableReader.open(bzip2, { useNativeCodec });
+      expect(() => scan(r)).toThrow(
+        expect.objectContaining({
+          code: 'NOT_SUPPORTED',
+          message: expect.stringMatching(/bzip2-block\.sst: data block at offset \d+ uses BZip2 compression, which is not supported/),
+        }),
+      );
+      r.close();
+    }
   });
 
   test('a comparator other than bytewise is NOT_SUPPORTED', () => {
