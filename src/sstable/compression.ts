@@ -236,11 +236,13 @@ function uncompressFramed(buf: Buffer, frameStart: number, end: number, size: nu
 
 /**
  * Largest expansion of each codec: a size header above `payload bytes * factor + slack` cannot be
- * right. Snappy: a 3-byte copy emits at most 64 bytes. Zlib: deflate's limit is about 1032:1.
+ * right. Snappy: a 3-byte copy emits at most 64 bytes. LZ4: 255 bytes per length byte. Zlib:
+ * deflate's limit is about 1032:1.
  * ZSTD has none worth stating (an RLE block of 128 KiB takes 4 bytes), so only the caller's
  * limit applies to it.
  */
 const SNAPPY_MAX_EXPANSION = 22;
+const LZ4_MAX_EXPANSION = 255;
 const ZLIB_MAX_EXPANSION = 1032;
 const EXPANSION_SLACK_BYTES = 64;
 
@@ -260,6 +262,7 @@ export function decompressBlock(type: CompressionType, payload: Buffer, maxDecod
       return zstdDecompressBlock(payload, maxDecodedBytes);
     case CompressionType.LZ4:
     case CompressionType.LZ4HC:
+      readSizeHeader('LZ4', payload, maxDecodedBytes, LZ4_MAX_EXPANSION);
       return lz4DecompressBlock(payload, 2);
     default:
       throw new RangeError(`compression ${compressionName(type)} is not decoded here`);

@@ -8,6 +8,7 @@ import * as path from 'path';
 import { runCli } from '../support/cli';
 import { Engine } from '../../src/engine/engine';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
+import { describeIfRocksdb, ldbWriteExternSst } from '../support/rocksdbTools';
 
 const run = runCli;
 
@@ -83,4 +84,37 @@ test('refused ingestions exit 2 and name the problem', async () => {
   const bottom = await run('sst', 'ingest', b, '--db', db, '--require-bottommost');
   expect(bottom.code).toBe(2);
   expect(bottom.stderr).toMatch(/cannot go to the bottom level/);
+});
+
+describeIfRocksdb('SSTs RocksDB wrote with its default options', () => {
+  test('ldb write_extern_sst (Snappy by default) ingests, and sst write --compression zstd|snappy files ingest beside it', async () => {
+    const db = path.join(dir, 'db');
+    const rocks = path.join(dir, 'rocks-default.sst');
+    const rows: Array<[Buffer, Buffer]> = [];
+    for (let i = 0; i < 500; i++) rows.push([Buffer.from(`r${String(i).padStart(4, '0')}`), Buffer.from(`rocks value ${i} `.repeat(4))]);
+    ldbWriteExternSst(rocks, rows, { compression: 'default', bloomBits: 10 }, dir);
+
+    const ingested = await run('sst', 'ingest', rocks, '--db', db, '--create-if-missing', '--json');
+    expect(ingested.stderr).toBe('');
+    expect(ingested.code).toBe(0);
+    expect(JSON.parse(ingested.stdout).files[0]).toMatchObject({ path: rocks, linked: true });
+
+    const csv = path.join(dir, 'ours.csv');
+    fs.writeFileSync(csv, 's1,zstd row\ns2,another zstd row\n');
+    for (const compression of ['zstd', 'snappy']) {
+      const out = path.join(dir, `ours-${compression}.sst`);
+      expect((await run('sst', 'write', csv, '-o', out, '--compression', compression)).code).toBe(0);
+      const dump = await run('sst', 'dump', out, '--json');
+      expect(JSON.parse(dump.stdout).properties.compressionName).toBe(compression === 'zstd' ? 'ZSTD' : 'Snappy');
+    }
+    expect((await run('sst', 'ingest', path.join(dir, 'ours-zstd.sst'), '--db', db)).code).toBe(0);
+
+    const e = await Engine.open(db);
+    const seen: string[] = [];
+    const it = e.newIterator();
+    for (it.first(); it.valid(); it.next()) seen.push(`${it.key()}=${it.value()}`);
+    it.close();
+    await e.close();
+    expect(seen).toEqual([...rows.map(([k, v]) => `${k}=${v}`), 's1=zstd row', 's2=another zstd row']);
+  });
 });

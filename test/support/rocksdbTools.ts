@@ -28,6 +28,11 @@
  *   ldb get --hex 0xKEY                    `0xVALUE`, exit 1 and "NotFound" for a missing key
  *   ldb list_file_range_deletes            `start: HEX end: HEX seq: N`
  *   ldb write_extern_sst (stdin)           `0xKEY ==> 0xVALUE` lines in ascending key order
+ *   ldb checkconsistency                   `OK` (exit 0), else the error (exit 1)
+ *   ldb manifest_dump --verbose            `AddFile: LEVEL NUMBER SIZE ...` per added file
+ * `dbBench` runs db_bench (same package), when on PATH (`dbBenchPath`); suites that need it check.
+ * Databases are driven with `--compression_type=lz4` (LdbDatabase's `extraArgs`) until the reader
+ * reads Snappy, RocksDB's default (issue 17, part 1).
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -66,6 +71,14 @@ function detect(): RocksdbTools | null {
 }
 
 export const rocksdbTools: RocksdbTools | null = detect();
+/** db_bench from the same rocksdb-tools package, or null. */
+export const dbBenchPath: string | null = findOnPath('db_bench');
+
+/** Runs db_bench with `args` (`--db=...` included by the caller); throws on failure. */
+export function dbBench(args: readonly string[]): ToolRun {
+  if (dbBenchPath === null) throw new Error('db_bench is not on PATH (apt-get install rocksdb-tools)');
+  return runOrThrow(dbBenchPath, args);
+}
 
 /**
  * `describe` when the tools are installed, else `describe.skip` with the reason in the suite
@@ -231,8 +244,11 @@ export function sstDumpRangeTombstones(file: string): DumpedTombstone[] {
 // ---------------------------------------------------------------------------- ldb
 
 export interface ExternSstOptions {
-  compression: 'no' | 'lz4';
+  /** ldb's --compression_type; 'default' passes none (ldb's default options: Snappy). */
+  compression: 'no' | 'lz4' | 'snappy' | 'zstd' | 'zlib' | 'bzip2' | 'default';
   bloomBits: number;
+  /** --compression_max_dict_bytes: a dictionary meta block (zstd, zlib) when > 0. */
+  maxDictBytes?: number;
 }
 
 /**
@@ -254,7 +270,8 @@ export function ldbWriteExternSst(
       `--db=${db}`,
       '--create_if_missing',
       '--hex',
-      `--compression_type=${opts.compression}`,
+      ...(opts.compression === 'default' ? [] : [`--compression_type=${opts.compression}`]),
+      ...(opts.maxDictBytes === undefined ? [] : [`--compression_max_dict_bytes=${opts.maxDictBytes}`]),
       `--bloom_bits=${opts.bloomBits}`,
       'write_extern_sst',
       output,
@@ -267,13 +284,59 @@ export function ldbWriteExternSst(
 /** A scratch RocksDB database driven through `ldb`, one process per call. */
 export class LdbDatabase {
   readonly dir: string;
+  /** Options every command gets, e.g. `--compression_type=lz4`. */
+  readonly extraArgs: readonly string[];
 
-  constructor(dir: string) {
+  constructor(dir: string, extraArgs: readonly string[] = []) {
     this.dir = dir;
+    this.extraArgs = extraArgs;
   }
 
   private run(args: readonly string[], stdin?: string): ToolRun {
-    return runOrThrow(tools().ldb, [`--db=${this.dir}`, ...args], stdin);
+    return runOrThrow(tools().ldb, [`--db=${this.dir}`, ...this.extraArgs, ...args], stdin);
+  }
+
+  /** Runs any ldb command on this database (no --hex added); throws on failure. */
+  command(args: readonly string[], stdin?: string): ToolRun {
+    return this.run(args, stdin);
+  }
+
+  delete(key: Uint8Array): void {
+    this.run(['--hex', 'delete', `0x${toHex(key)}`]);
+  }
+
+  deleteRange(start: Uint8Array, end: Uint8Array): void {
+    this.run(['--hex', 'deleterange', `0x${toHex(start)}`, `0x${toHex(end)}`]);
+  }
+
+  /** One write batch of puts (`ldb batchput`). */
+  batchPut(entries: ReadonlyArray<readonly [Uint8Array, Uint8Array]>, opts: { createIfMissing?: boolean } = {}): void {
+    const kv = entries.flatMap(([k, v]) => [`0x${toHex(k)}`, `0x${toHex(v)}`]);
+    this.run([...(opts.createIfMissing === true ? ['--create_if_missing'] : []), '--hex', 'batchput', ...kv]);
+  }
+
+  /** `ldb compact` of the whole key space. */
+  compact(): void {
+    this.run(['compact']);
+  }
+
+  /** `ldb checkconsistency`: throws unless RocksDB says OK. */
+  checkConsistency(): void {
+    const r = this.run(['checkconsistency']);
+    if (!/^OK$/m.test(r.stdout)) throw new RocksdbToolError('ldb checkconsistency', r.status, r.stdout, r.stderr);
+  }
+
+  /** Files the live manifest lists (`ldb manifest_dump`): level and file number of each. */
+  manifestFiles(): Array<{ level: number; fileNumber: number }> {
+    const out: Array<{ level: number; fileNumber: number }> = [];
+    let level = -1;
+    for (const line of this.run(['manifest_dump']).stdout.split('\n')) {
+      const lv = /^--- level (\d+) ---/.exec(line);
+      if (lv !== null) level = Number(lv[1]);
+      const f = /^ (\d+):\d+\[/.exec(line);
+      if (f !== null) out.push({ level, fileNumber: Number(f[1]) });
+    }
+    return out;
   }
 
   /** Creates the database by writing one key (ldb has no bare "create"). */
