@@ -25,6 +25,7 @@
  *   does not save more than 1/8 of the raw size (RocksDB's rule): the caller then stores the
  *   block raw, so incompressible blocks cost nothing to read back.
  * - Every function is synchronous and safe on any thread (each thread has its own ZSTD contexts).
+ *   zstd-napi is loaded on first ZSTD use; if it cannot load, ZSTD alone is NOT_SUPPORTED (IngestError).
  *
  * Why these packages: lz4-napi (LZ4), snappy (napi-rs, Snappy's raw format both ways), zstd-napi
  * (libzstd built from its bundled source; its DCtx/CCtx decode into and encode from buffers we
@@ -34,8 +35,9 @@
 import { inflateRawSync } from 'zlib';
 import { compressSync, uncompressSync } from 'lz4-napi';
 import { compressSync as snappyCompressSync, uncompressSync as snappyUncompressSync } from 'snappy';
-import { CCtx, DCtx, compressBound as zstdCompressBound } from 'zstd-napi/binding';
+import type * as ZstdBinding from 'zstd-napi/binding';
 import { readVarint32, writeVarint, varintLength, decoded } from '../util/coding';
+import { IngestError } from '../util/errors';
 
 export enum CompressionType {
   None = 0,
@@ -136,15 +138,33 @@ function savesEnough(storedBytes: number, rawBytes: number): boolean {
 export const ZSTD_LEVEL = 3;
 
 /** Per-thread ZSTD contexts, made on first use (a context costs ~100 KiB-1 MiB, reused across blocks). */
-let zstdCompressContext: CCtx | null = null;
-let zstdDecompressContext: DCtx | null = null;
+let zstdCompressContext: ZstdBinding.CCtx | null = null;
+let zstdDecompressContext: ZstdBinding.DCtx | null = null;
+let zstdModule: typeof ZstdBinding | null = null;
+
+/**
+ * zstd-napi's binding, loaded on first use: its native module is built at install time, and a
+ * package installed without install scripts (or whose build failed) must still load and serve
+ * every other compression. Without it, ZSTD is IngestError NOT_SUPPORTED saying why.
+ */
+function zstd(): typeof ZstdBinding {
+  if (zstdModule !== null) return zstdModule;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    zstdModule = require('zstd-napi/binding') as typeof ZstdBinding;
+  } catch (e) {
+    throw new IngestError('NOT_SUPPORTED', `ZSTD compression needs the zstd-napi package, which did not load: ${(e as Error).message}`);
+  }
+  return zstdModule;
+}
 
 /** `varint32 size ‖ ZSTD frame` (RocksDB's layout for every format_version), or null. */
 function zstdCompressForBlock(raw: Buffer): Buffer | null {
   if (raw.length >= 0x7fffffff) return null;
-  zstdCompressContext ??= new CCtx();
+  const z = zstd();
+  zstdCompressContext ??= new z.CCtx();
   const headerBytes = varintLength(raw.length);
-  const out = Buffer.allocUnsafe(headerBytes + zstdCompressBound(raw.length));
+  const out = Buffer.allocUnsafe(headerBytes + z.compressBound(raw.length));
   writeVarint(out, 0, raw.length);
   const frameBytes = zstdCompressContext.compress(out.subarray(headerBytes), raw, ZSTD_LEVEL);
   const total = headerBytes + frameBytes;
@@ -314,7 +334,7 @@ function zlibDecompressBlock(payload: Buffer, maxDecodedBytes: number): Buffer {
 function zstdDecompressBlock(payload: Buffer, maxDecodedBytes: number): Buffer {
   const size = readSizeHeader('ZSTD', payload, maxDecodedBytes, Number.MAX_SAFE_INTEGER);
   const body = payload.subarray(decoded.offset);
-  zstdDecompressContext ??= new DCtx();
+  zstdDecompressContext ??= new (zstd().DCtx)();
   const out = Buffer.allocUnsafe(size);
   let written: number;
   try {

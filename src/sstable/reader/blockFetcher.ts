@@ -277,6 +277,7 @@ export class BlockFetcher {
         try {
           return decompressBlock(type, payload, MAX_BLOCK_BYTES);
         } catch (e) {
+          if (!(e instanceof RangeError)) throw e; // e.g. zstd-napi not loadable: NOT_SUPPORTED
           throw new CorruptionError(this.path, handle.offset, `${kind} block does not decompress: ${(e as Error).message}`);
         }
       default:
