@@ -7,7 +7,12 @@
  *   NNNNNN.log           a write-ahead log, in the log format, holding write batches
  *   NNNNNN.sst           a table file (BlockBasedTable format)
  *   NNNNNN.dbtmp         a temporary file, renamed into place once durable (CURRENT is made so)
- *   LOCK                 held while a process has the database open (see lockFile.ts)
+ *   LOCK                 held while a process has the database open (see lockFile.ts); RocksDB
+ *                        leaves an empty one behind, which this engine takes over when unlocked
+ *   IDENTITY             the database's unique id (a UUID, no newline), as RocksDB writes it
+ *   OPTIONS-NNNNNN       the options the database was last opened with, in RocksDB's INI format
+ *                        (rocksdbOptions.ts); RocksDB's own tell the open what to refuse
+ *   LOG, LOG.old.*       RocksDB's info logs: left alone
  *   .import-tmp-P-T-XXXXXX  a scratch directory: private to the process with pid P and start time T
  *                        (clock ticks since boot, or "x" when unknown), where it prepares files to
  *                        ingest before it opens the database (see scratchDirs.ts). Open removes
@@ -25,6 +30,8 @@ export enum FileKind {
   Log,
   Table,
   Temp,
+  Options,
+  Identity,
 }
 
 export interface ParsedFileName {
@@ -40,6 +47,15 @@ function padNumber(n: number): string {
 
 export const CURRENT_FILE_NAME = 'CURRENT';
 export const LOCK_FILE_NAME = 'LOCK';
+export const IDENTITY_FILE_NAME = 'IDENTITY';
+
+export function identityFileName(dir: string): string {
+  return path.join(dir, IDENTITY_FILE_NAME);
+}
+
+export function optionsFileName(dir: string, fileNumber: number): string {
+  return path.join(dir, `OPTIONS-${padNumber(fileNumber)}`);
+}
 
 export function currentFileName(dir: string): string {
   return path.join(dir, CURRENT_FILE_NAME);
@@ -99,13 +115,17 @@ export function parseScratchDirName(baseName: string): ScratchDirOwner | null {
 
 const NUMBERED = /^(\d+)\.(log|sst|dbtmp)$/;
 const MANIFEST = /^MANIFEST-(\d+)$/;
+const OPTIONS = /^OPTIONS-(\d+)$/;
 
 /** Parses a base name; returns null for files that are not the database's. */
 export function parseFileName(baseName: string): ParsedFileName | null {
   if (baseName === CURRENT_FILE_NAME) return { kind: FileKind.Current, number: 0 };
   if (baseName === LOCK_FILE_NAME) return { kind: FileKind.Lock, number: 0 };
+  if (baseName === IDENTITY_FILE_NAME) return { kind: FileKind.Identity, number: 0 };
   let m = MANIFEST.exec(baseName);
   if (m !== null) return { kind: FileKind.Manifest, number: safeNumber(m[1]) };
+  m = OPTIONS.exec(baseName);
+  if (m !== null) return { kind: FileKind.Options, number: safeNumber(m[1]) };
   m = NUMBERED.exec(baseName);
   if (m === null) return null;
   const number = safeNumber(m[1]);

@@ -10,6 +10,12 @@
  *   from the recorded one is a reused pid (common in containers), also stale. The start time is
  *   field 22 of /proc/<pid>/stat (clock ticks since boot); where /proc is unavailable the pid
  *   alone decides, erring towards "locked".
+ * - RocksDB locks an empty LOCK file with fcntl(F_SETLK) and leaves it behind when it closes. An
+ *   empty LOCK is therefore RocksDB's: held while /proc/locks lists a lock on its inode (the
+ *   holder's pid is reported), else taken over like a stale one; on release an empty LOCK is put
+ *   back, so the directory is left as RocksDB expects it. The converse cannot be had without
+ *   fcntl: RocksDB does not see this engine's LOCK as held, so a RocksDB process must not open a
+ *   directory while this engine has it open (docs/rocksdb-compat.md).
  * The LOCK content is written to a temp file and hard-linked into place, so no opener ever sees
  * a LOCK without its owner. Stale takeover re-reads the LOCK right before deleting it; two
  * processes taking over the same stale lock at the same instant is the one race this cannot
@@ -106,8 +112,48 @@ function tryCreateLock(dir: string, lockPath: string, content: string): boolean 
   }
 }
 
+/**
+ * The pid holding a POSIX or flock lock on the file with inode `ino`, per /proc/locks; null when
+ * none does. Errs towards "held" (pid 0) when /proc/locks cannot be read.
+ */
+function lockHolderPid(ino: number): number | null {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/locks', 'latin1');
+  } catch {
+    return 0;
+  }
+  // "1: POSIX  ADVISORY  WRITE 4242 08:01:1234567 0 EOF": pid, then major:minor:inode.
+  for (const line of text.split('\n')) {
+    const m = /^\d+: \S+\s+\S+\s+\S+\s+(\d+) [0-9a-f]+:[0-9a-f]+:(\d+) /.exec(line);
+    if (m !== null && Number(m[2]) === ino) return Number(m[1]);
+  }
+  return null;
+}
+
+/**
+ * Takes over RocksDB's empty LOCK when no process holds it (see the module comment); throws
+ * DB_LOCKED when one does. Returns false when the LOCK changed meanwhile (retry).
+ */
+function takeOverRocksdbLock(dir: string, lockPath: string): boolean {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(lockPath);
+  } catch {
+    return false;
+  }
+  if (st.size !== 0) return false;
+  const holder = lockHolderPid(st.ino);
+  if (holder !== null) throw lockedError(dir, holder === 0 ? 'unknown' : holder);
+  const again = fs.statSync(lockPath, { throwIfNoEntry: false });
+  if (again !== undefined && again.ino === st.ino && again.size === 0) removeIfExists(lockPath);
+  return true;
+}
+
 export class DbLock {
   private released = false;
+  /** Set when the LOCK was RocksDB's empty one: release puts an empty LOCK back. */
+  private restoreEmptyLock = false;
 
   private constructor(
     readonly dir: string,
@@ -126,13 +172,20 @@ export class DbLock {
     if (openDirs.has(realDir)) throw lockedError(dir, process.pid);
     const lockPath = lockFileName(realDir);
     const content = `${process.pid} ${ownStartTime}\n`;
+    let tookRocksdbLock = false;
     for (let attempt = 0; attempt < MAX_TAKEOVER_ATTEMPTS; attempt++) {
       if (tryCreateLock(realDir, lockPath, content)) {
         openDirs.add(realDir);
-        return new DbLock(dir, realDir, content);
+        const lock = new DbLock(dir, realDir, content);
+        lock.restoreEmptyLock = tookRocksdbLock;
+        return lock;
       }
       const existing = readLock(lockPath);
       if (existing === null) continue; // released in between; try again
+      if (existing === '') {
+        tookRocksdbLock = takeOverRocksdbLock(dir, lockPath) || tookRocksdbLock;
+        continue;
+      }
       const owner = parseOwner(existing);
       // An unparsable LOCK (an older format, a stray file) is not ours to delete.
       if (owner === null) throw lockedError(dir, 'unknown');
@@ -148,6 +201,12 @@ export class DbLock {
     this.released = true;
     openDirs.delete(this.realDir);
     const lockPath = lockFileName(this.realDir);
-    if (readLock(lockPath) === this.content) removeIfExists(lockPath);
+    if (readLock(lockPath) !== this.content) return;
+    if (this.restoreEmptyLock) {
+      // Truncate in place rather than unlink: a RocksDB opener finds the LOCK it left.
+      fs.writeFileSync(lockPath, '');
+    } else {
+      removeIfExists(lockPath);
+    }
   }
 }

@@ -7,7 +7,10 @@
  * 2. The directory is created if missing (unless createIfMissing is false), and the LOCK taken
  *    (lockFile.ts): one engine per directory, across processes.
  * 3. Manifest recovery (manifest.ts): the state CURRENT names, or an empty one for a new
- *    database; errorIfExists / createIfMissing are enforced here.
+ *    database; errorIfExists / createIfMissing are enforced here. A database RocksDB made is
+ *    checked here too: the manifest, then its newest OPTIONS file (rocksdbOptions.ts), and WAL
+ *    replay (step 5) refuses records it cannot honour; each refusal is NOT_SUPPORTED naming the
+ *    feature, and comes before anything is written (the LOCK is put back as it was).
  * 4. No file number in use may be handed out again: the next file number is raised past every
  *    numbered file in the directory, whatever the manifest last recorded.
  * 5. WAL replay (walReplay.ts): every WAL at or after the manifest's log number, oldest first,
@@ -15,9 +18,11 @@
  *    If the replayed data outgrew one write buffer it is flushed to L0 right away, so that a WAL
  *    is always retired whole; otherwise it stays in the memtable and its WALs stay live.
  * 6. A fresh WAL, the table cache, and a fresh manifest (VersionSet writes a snapshot of the
- *    state and points CURRENT at it).
+ *    state in RocksDB's encoding and points CURRENT at it: this is also the upgrade of a
+ *    database in the engine's older manifest encoding), then IDENTITY if missing and a fresh
+ *    OPTIONS file recording the options the engine runs with.
  * 7. The engine is built on all of that; then files no state refers to are deleted (obsolete
- *    WALs, tables, manifests, temp files) and importers' abandoned scratch directories removed
+ *    WALs, tables, manifests, older OPTIONS files, temp files) and importers' abandoned scratch directories removed
  *    (scratchDirs.ts); then compactions the recovered levels call for are scheduled.
  * Until step 7's clean-up has run, any failure closes what was opened, newest first, releases
  * the LOCK and rethrows the first error.
@@ -33,6 +38,10 @@ import { FileKind, logFileName, manifestFileName, parseFileName } from './fileNa
 import { removeIfExists } from './durableFs';
 import { BYTEWISE_COMPARATOR_NAME, ManifestState, emptyManifestState, recoverManifest } from './manifest';
 import { LogWriter } from './wal/logWriter';
+import { TableReader } from '../sstable/reader/tableReader';
+import { DEFAULT_TABLE_BUILDER_OPTIONS } from '../sstwriter/tableBuilder';
+import { OptionsSettings, ensureIdentity, refuseUnsupportedOptions, writeOptionsFile } from './rocksdbOptions';
+import { tableFileName } from './fileNames';
 import { DroppedTail } from './wal/logReader';
 import { replayLogs } from './walReplay';
 import { Memtable } from './memtable/memtable';
@@ -136,6 +145,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     const state: ManifestState = recovered?.state ?? emptyManifestState();
     state.comparator = BYTEWISE_COMPARATOR_NAME;
     const names = fs.readdirSync(dir);
+    refuseUnsupportedOptions(dir, names, () => anyMergeOperands(dir, state));
     const logsToReplay = reserveFileNumbers(state, names);
 
     const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
@@ -163,11 +173,14 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     // Its obsolete-table reports go to the engine once it is built; until then they are dropped
     // (deleteUnreferencedFiles below removes every table file no live version holds).
     let obsoleteHandler: (n: number) => void = () => undefined;
+    const optionsNumber = state.nextFileNumber++; // before the snapshot, so the manifest covers it
     const versions = new VersionSet(dir, state, recovered?.manifestNumber ?? null, {
       maxManifestFileSizeBytes: options.maxManifestFileSizeBytes,
       onObsoleteFile: (n) => obsoleteHandler(n),
     });
     closeOnFailure.push(() => versions.close());
+    ensureIdentity(dir);
+    writeOptionsFile(dir, optionsNumber, optionsSettings(limits, options));
 
     const binding = build({
       dir,
@@ -184,7 +197,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
       ...replayed,
     });
     obsoleteHandler = (n) => binding.deleteObsoleteTable(n);
-    deleteUnreferencedFiles(dir, versions, names);
+    deleteUnreferencedFiles(dir, versions, names, optionsNumber);
     removeAbandonedScratchDirs(dir, names);
     closeOnFailure = [];
     binding.scheduleCompactions();
@@ -292,7 +305,7 @@ function replayWals(
 }
 
 /** After recovery: removes files no state refers to (left by crashes or retired before one). */
-function deleteUnreferencedFiles(dir: string, versions: VersionSet, names: readonly string[]): void {
+function deleteUnreferencedFiles(dir: string, versions: VersionSet, names: readonly string[], optionsNumber: number): void {
   const manifestNumber = versions.manifestFileNumber;
   for (const name of names) {
     const parsed = parseFileName(name);
@@ -308,6 +321,9 @@ function deleteUnreferencedFiles(dir: string, versions: VersionSet, names: reado
       case FileKind.Manifest:
         obsolete = parsed.number !== manifestNumber;
         break;
+      case FileKind.Options:
+        obsolete = parsed.number !== optionsNumber;
+        break;
       case FileKind.Temp:
         obsolete = true;
         break;
@@ -317,6 +333,50 @@ function deleteUnreferencedFiles(dir: string, versions: VersionSet, names: reado
     if (obsolete) removeIfExists(path.join(dir, name));
   }
   assert(fs.existsSync(manifestFileName(dir, manifestNumber)), 'the live manifest exists');
+}
+
+/**
+ * Whether a live table holds merge operands (its rocksdb.merge.operands property). Reads each
+ * file's footer and properties; asked only of databases whose OPTIONS name a merge operator.
+ */
+function anyMergeOperands(dir: string, state: ManifestState): boolean {
+  for (const level of state.levels) {
+    for (const file of level.values()) {
+      const reader = TableReader.open(tableFileName(dir, file.fileNumber), { fileNumber: file.fileNumber });
+      try {
+        if (reader.properties.numMergeOperands > 0) return true;
+      } finally {
+        reader.close();
+      }
+    }
+  }
+  return false;
+}
+
+/** What the engine's OPTIONS file records (rocksdbOptions.ts): the options it was opened with. */
+function optionsSettings(limits: OpenLimits, options: EngineOptions): OptionsSettings {
+  const c = resolveCompactionOptions(options);
+  const t = { ...DEFAULT_TABLE_BUILDER_OPTIONS, ...options.table };
+  return {
+    writeBufferSizeBytes: limits.writeBufferSizeBytes,
+    maxImmutableMemtables: limits.maxImmutableMemtables,
+    maxOpenFiles: limits.maxOpenFiles,
+    numLevels: c.numLevels,
+    level0FileNumCompactionTrigger: c.level0FileNumCompactionTrigger,
+    level0SlowdownWritesTrigger: c.level0SlowdownWritesTrigger,
+    level0StopWritesTrigger: c.level0StopWritesTrigger,
+    maxBytesForLevelBase: c.maxBytesForLevelBase,
+    maxBytesForLevelMultiplier: c.maxBytesForLevelMultiplier,
+    targetFileSizeBytes: c.targetFileSizeBytes,
+    disableAutoCompactions: c.disableAutoCompactions,
+    compactionPri: c.compactionPri,
+    compression: t.compression,
+    checksumType: t.checksumType,
+    formatVersion: t.formatVersion,
+    blockSizeBytes: t.blockSizeBytes,
+    blockRestartInterval: t.blockRestartInterval,
+    bloomBitsPerKey: t.bloomBitsPerKey,
+  };
 }
 
 /**

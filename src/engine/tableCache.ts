@@ -91,11 +91,12 @@ export class TableCache {
   acquire(file: FileMetaData): TableHandle {
     let e = this.entries.get(file.fileNumber);
     if (e === undefined) {
-      // An ingested file's keys are read with the sequence number the manifest records for it.
+      // An ingested file's keys are read with the sequence number the manifest records for it:
+      // RocksDB's rule, the file's largest seqno (the reader applies it to external files only).
       const reader = TableReader.open(tableFileName(this.dir, file.fileNumber), {
         blockCache: this.blockCache,
         fileNumber: file.fileNumber,
-        globalSeqno: file.globalSeqno,
+        globalSeqno: file.globalSeqno ?? file.largestSeq,
       });
       e = new Entry(file.fileNumber, reader, this);
       this.entries.set(file.fileNumber, e);

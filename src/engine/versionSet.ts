@@ -16,7 +16,7 @@
  *   bumps the counter past every numbered file it finds, so no number is ever reused.
  */
 import { assert } from '../util/errors';
-import { ManifestState, ManifestWriter, applyEdit } from './manifest';
+import { ManifestState, ManifestWriter, applyEdit, copyManifestState } from './manifest';
 import { manifestFileName } from './fileNames';
 import { removeIfExists } from './durableFs';
 import { Version } from './version';
@@ -90,7 +90,7 @@ export class VersionSet {
     edit.lastSequence = this.state.lastSequence;
     const path = manifestFileName(this.dir, this.manifest.fileNumber);
     // Validate against a copy first, so an invalid edit never reaches the manifest.
-    const trial: ManifestState = { ...this.state, levels: this.state.levels.map((l) => new Map(l)) };
+    const trial = copyManifestState(this.state);
     applyEdit(trial, edit, path, this.manifest.sizeBytes);
     this.manifest.append(edit);
     this.state = trial;

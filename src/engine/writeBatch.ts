@@ -137,6 +137,31 @@ export class WriteBatch {
   }
 }
 
+/** RocksDB's kTypeLogData: an application blob in the WAL, outside the batch's count. */
+const WAL_LOG_DATA = 0x03;
+/** RocksDB WAL record types this engine refuses, by what they are (db/dbformat.h). */
+const UNSUPPORTED_WAL_RECORDS: ReadonlyMap<number, string> = new Map([
+  [0x02, 'merge operand'],
+  [0x04, 'column family (non-default) deletion'],
+  [0x05, 'column family (non-default) put'],
+  [0x06, 'column family (non-default) merge'],
+  [0x08, 'column family (non-default) single deletion'],
+  [0x09, 'transaction prepare (2PC)'],
+  [0x0a, 'transaction prepare (2PC)'],
+  [0x0b, 'transaction commit (2PC)'],
+  [0x0c, 'transaction rollback (2PC)'],
+  [0x0d, 'transaction no-op (2PC)'],
+  [0x0e, 'column family (non-default) range deletion'],
+  [0x10, 'column family (non-default) blob index'],
+  [0x11, 'blob index (blob files)'],
+  [0x12, 'transaction prepare (2PC)'],
+  [0x13, 'transaction prepare (2PC)'],
+  [0x14, 'deletion with user-defined timestamp'],
+  [0x15, 'transaction commit with timestamp (2PC)'],
+  [0x16, 'wide-column entity'],
+  [0x17, 'column family (non-default) wide-column entity'],
+]);
+
 /** Base sequence and count of an encoded batch without decoding it. */
 export function batchHeader(data: Uint8Array, source: BatchSource): { sequence: number; count: number } {
   if (data.length < WRITE_BATCH_HEADER_BYTES) {
@@ -192,7 +217,22 @@ export function iterateRecords(data: Buffer, baseSeq: number, visitor: WriteBatc
         if (visitor !== null) visitor.deleteRange(start, end, seq);
         break;
       }
+      case ValueType.SingleDeletion: {
+        // RocksDB's SingleDelete: reads as a deletion of the key's one put, which a Delete is too.
+        const key = slice();
+        if (visitor !== null) visitor.delete(key, seq);
+        break;
+      }
+      case WAL_LOG_DATA:
+        slice(); // a RocksDB PutLogData blob: not a record, no sequence number
+        continue;
       default:
+        if (UNSUPPORTED_WAL_RECORDS.has(type)) {
+          throw new IngestError(
+            'NOT_SUPPORTED',
+            `${source.file} at offset ${source.offset}: write batch record ${seen} is a ${UNSUPPORTED_WAL_RECORDS.get(type)} record (type 0x${type.toString(16)}), which this engine cannot replay: not supported, nothing was changed`,
+          );
+        }
         fail(`unknown record type 0x${type.toString(16)}`);
     }
     seen++;

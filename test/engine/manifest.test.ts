@@ -58,19 +58,20 @@ describe('version edit', () => {
     const whole = new VersionEdit().addFile(1, meta(5, 'a', 'b')).encode();
     expect(() => VersionEdit.decode(whole.subarray(0, whole.length - 3), 'M', 0)).toThrow(CorruptionError);
 
-    // A new-file record with a custom field: ignorable (0x41) is skipped, required (0x01) rejected.
+    // A new-file record with a custom field (RocksDB's kNewFile4 rule): without bit 0x40 it is
+    // skipped; with it, a field we do not know makes the open refuse (NOT_SUPPORTED, named).
     const withField = (tag: number): Buffer => {
-      const body = Buffer.from(whole.subarray(0, whole.length - 1)); // drop the terminator
+      const body = Buffer.from(whole.subarray(0, whole.length - 1)); // drop the terminator (1)
       const s = new ByteSink();
       s.putBytes(body);
       s.putVarint32(tag);
       s.putVarint32(3);
       s.putBytes(Buffer.from('xyz'));
-      s.putVarint32(0);
+      s.putVarint32(1);
       return Buffer.from(s.view());
     };
-    expect(VersionEdit.decode(withField(0x41), 'M', 0).newFiles[0].file).toEqual(meta(5, 'a', 'b'));
-    expect(() => VersionEdit.decode(withField(0x01), 'M', 0)).toThrow(/unknown custom field 1/);
+    expect(VersionEdit.decode(withField(0x21), 'M', 0).newFiles[0].file).toEqual(meta(5, 'a', 'b'));
+    expect(VersionEdit.decode(withField(0x50), 'M', 0).unsupported).toEqual(['new-file custom field 80 of a newer RocksDB (file 5)']);
   });
 });
 
