@@ -21,6 +21,7 @@ import { registerPlanCommand } from './commands/importDb';
 import { registerDbCommands } from './commands/db';
 import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';
+import { registerPendingCommand } from './commands/pending';
 import { registerServeCommand } from './commands/serve';
 
 /**
@@ -49,6 +50,7 @@ export function buildProgram(): Command {
   registerCheckCommand(program);
   registerDbCommands(program);
   registerServeCommand(program);
+  registerPendingCommand(program);
   return program;
 }
 

@@ -27,16 +27,19 @@ import {
   ConflictCheckCliOptions,
   IMPORT_OPTIONS,
   ImportCliOptions,
+  PROGRESS_OPTION,
   addOptions,
   dbImportOptionsOf,
 } from './importOptions';
 import { runInterruptible } from './interrupt';
+import { withFinalEvent } from './progressEvents';
 import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
 import { runRemoteImport } from './importRemote';
 import { IngestError } from '../../src/util/errors';
 
 interface CheckCliOptions extends ConflictCheckCliOptions, ImportCliOptions {
   db: string;
+  progress?: string;
   outputDir?: string;
 }
 
@@ -53,6 +56,7 @@ export function registerCheckCommand(program: Command): void {
     ...IMPORT_OPTIONS,
     { flags: '--json', description: 'print one JSON object {import, check, report} on stdout' },
     { flags: '--quiet', description: 'no progress and no human summary' },
+    PROGRESS_OPTION,
   ]);
   cmd.action((inputs: string[], o: Omit<CheckCliOptions, 'db'> & TargetOptions) => {
     const dir = dbDirOf(o, 'check');
@@ -63,13 +67,17 @@ export function registerCheckCommand(program: Command): void {
 
 async function runCheck(inputs: string[], o: CheckCliOptions): Promise<void> {
   const { options } = dbImportOptionsOf(inputs, o, 'check');
-  const job = new DbImport({ ...options, mode: 'check', import: { ...options.import, progress: Progress.forStderr(o.quiet === true) } });
-  const result: DbCheckResult = await runInterruptible(job, 'check abandoned');
-  printCheckResult(result, o);
+  const progress = Progress.forOption(o.progress, o.quiet === true);
+  await withFinalEvent(progress, async () => {
+    const job = new DbImport({ ...options, mode: 'check', import: { ...options.import, progress } });
+    const result: DbCheckResult = await runInterruptible(job, 'check abandoned');
+    printCheckResult(result, o, false);
+    return { doc: dbCheckJson(result), failure: conflictFailure(result) };
+  });
 }
 
 /** Prints a check's result (--json: the document; else one line) and fails with exit 3 on conflicts. */
-export function printCheckResult(result: DbCheckResult, o: { json?: boolean; quiet?: boolean }): void {
+export function printCheckResult(result: DbCheckResult, o: { json?: boolean; quiet?: boolean }, fail = true): void {
   const s = result.report.summary;
   if (o.json === true) {
     process.stdout.write(`${JSON.stringify(dbCheckJson(result))}\n`);
@@ -80,5 +88,5 @@ export function printCheckResult(result: DbCheckResult, o: { json?: boolean; qui
     );
   }
   const failure = conflictFailure(result);
-  if (failure !== null) throw failure;
+  if (fail && failure !== null) throw failure;
 }

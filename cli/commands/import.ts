@@ -28,17 +28,22 @@ import {
   IMPORT_OPTIONS,
   ImportCliOptions,
   OptionDef,
+  PROGRESS_OPTION,
+  RESUME_OPTIONS,
+  ResumeCliOptions,
   addOptions,
   toImportOptions,
 } from './importOptions';
+import { withFinalEvent } from './progressEvents';
 import { SERVER_OPTIONS, TargetOptions } from './serverTarget';
 import { runRemoteImport } from './importRemote';
 import { runDbImport } from './importDb';
 import { runInterruptible } from './interrupt';
 
 export { parseByteSize } from './importOptions';
+import { parseByteSize } from './importOptions';
 
-interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, TargetOptions {
+interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, TargetOptions, ResumeCliOptions {
   outputDir?: string;
   dryRun?: boolean;
 }
@@ -79,6 +84,8 @@ export function registerImportCommand(program: Command): void {
     OUTPUT_DIR,
     ...IMPORT_OPTIONS,
     ...OUTPUT,
+    PROGRESS_OPTION,
+    ...RESUME_OPTIONS,
     DB,
     ...SERVER_OPTIONS,
     ...CONFLICT_CHECK_OPTIONS,
@@ -105,17 +112,40 @@ function flagOf(name: string): string {
 }
 
 /** `ingest import --output-dir DIR`: the SSTs stay in DIR. */
-export async function runImportToDir(inputs: string[], o: ImportCliOptions & { outputDir?: string }): Promise<void> {
+export async function runImportToDir(inputs: string[], o: ImportCliOptions & ResumeCliOptions & { outputDir?: string }): Promise<void> {
   const outputDir = o.outputDir;
   if (outputDir === undefined)
     throw new IngestError('USAGE', 'import needs --output-dir DIR (SSTs in DIR) or --db DIR (ingested into a database)');
-  const job = new CsvImport({ ...toImportOptions(inputs, o), outputDir, progress: Progress.forStderr(o.quiet === true) });
-  const summary = await runInterruptible(job, 'import abandoned, nothing written');
-  if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);
-  else if (o.quiet !== true) {
-    process.stdout.write(
-      `imported ${summary.rowsWritten} rows into ${summary.outputFiles.length} SST file(s) in ${summary.outputDir} ` +
-        `(${summary.phases.totalSeconds}s, ${summary.rowsPerSecond} rows/s, ${summary.badRows} bad rows, ${summary.duplicates.count} duplicates)\n`,
-    );
-  }
+  const progress = Progress.forOption(o.progress, o.quiet === true);
+  const resume = o.resume !== false;
+  await withFinalEvent(progress, async () => {
+    const job = new CsvImport({
+      ...toImportOptions(inputs, o),
+      outputDir,
+      progress,
+      resume,
+      restart: !resume,
+      diskQuotaBytes: diskQuotaOf(o),
+    });
+    const summary = await runInterruptible(job, abandonedMessage(resume, inputs, outputDir, 'import abandoned, nothing written'));
+    if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);
+    else if (o.quiet !== true) {
+      process.stdout.write(
+        `imported ${summary.rowsWritten} rows into ${summary.outputFiles.length} SST file(s) in ${summary.outputDir} ` +
+          `(${summary.phases.totalSeconds}s, ${summary.rowsPerSecond} rows/s, ${summary.badRows} bad rows, ${summary.duplicates.count} duplicates)\n`,
+      );
+    }
+    return { doc: summary, failure: null };
+  });
+}
+
+/** --disk-quota in bytes, or undefined. */
+export function diskQuotaOf(o: ResumeCliOptions): number | undefined {
+  return o.diskQuota === undefined ? undefined : parseByteSize(o.diskQuota, '--disk-quota');
+}
+
+/** What Ctrl-C or SIGTERM says: a resumable import is kept for the next run of the same command. */
+export function abandonedMessage(resume: boolean, inputs: readonly string[], dir: string, otherwise: string): string {
+  if (!resume || inputs.includes('-')) return otherwise;
+  return `the import is kept: run the same command again to resume it (ingest pending ${dir} lists it)`;
 }

@@ -35,14 +35,18 @@ import {
   DbPolicyCliOptions,
   IMPORT_OPTIONS,
   ImportCliOptions,
+  PROGRESS_OPTION,
+  ResumeCliOptions,
   addOptions,
   dbImportOptionsOf,
 } from './importOptions';
+import { withFinalEvent } from './progressEvents';
+import { abandonedMessage, diskQuotaOf } from './import';
 import { runInterruptible } from './interrupt';
 import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
 import { runRemoteImport } from './importRemote';
 
-export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions {
+export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, ResumeCliOptions {
   db: string;
   outputDir?: string;
 }
@@ -60,6 +64,7 @@ export function registerPlanCommand(program: Command): void {
     ...DB_POLICY_OPTIONS,
     { flags: '--json', description: 'print one JSON object on stdout' },
     { flags: '--quiet', description: 'no progress' },
+    PROGRESS_OPTION,
   ]);
   cmd.action((inputs: string[], o: Omit<DbImportCliOptions, 'db'> & TargetOptions) => {
     const dir = dbDirOf(o, 'plan');
@@ -75,17 +80,29 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
       '--output-dir and --db do not go together: with --db the SSTs go to a private directory inside the database',
     );
   const { options, codec } = dbImportOptionsOf(inputs, o, mode);
-  const job = new DbImport({ ...options, mode, import: { ...options.import, progress: Progress.forStderr(o.quiet === true) } });
-  const result = await runInterruptible(job, 'import abandoned');
-  printImportResult(result, o, codec);
+  const progress = Progress.forOption(o.progress, o.quiet === true);
+  // Only `import` resumes (a plan changes nothing, so there is nothing to resume).
+  const resume = mode === 'import' && o.resume !== false;
+  await withFinalEvent(progress, async () => {
+    const job = new DbImport({
+      ...options,
+      mode,
+      resume,
+      restart: mode === 'import' && !resume,
+      import: { ...options.import, progress, diskQuotaBytes: diskQuotaOf(o) },
+    });
+    const result = await runInterruptible(job, abandonedMessage(resume, inputs, o.db, 'import abandoned'));
+    printImportResult(result, o, codec, false);
+    return { doc: dbImportJson(result), failure: conflictFailure(result) };
+  });
 }
 
 /** Prints an import's or a plan's result (--json: the document; else the human lines) and fails with exit 3 when abort stopped it. */
-export function printImportResult(result: DbImportResult, o: { json?: boolean; quiet?: boolean }, codec: DbTextCodec): void {
+export function printImportResult(result: DbImportResult, o: { json?: boolean; quiet?: boolean }, codec: DbTextCodec, fail = true): void {
   if (o.json === true) process.stdout.write(`${JSON.stringify(dbImportJson(result))}\n`);
   else if (o.quiet !== true) printHuman(result, codec);
   const failure = conflictFailure(result);
-  if (failure !== null) throw failure;
+  if (fail && failure !== null) throw failure;
 }
 
 function printHuman(r: DbImportResult, codec: DbTextCodec): void {

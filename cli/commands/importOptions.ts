@@ -175,6 +175,36 @@ export const DB_POLICY_OPTIONS: readonly OptionDef[] = [
   { flags: '--no-blocking-flush', description: 'fail instead of flushing a memtable that overlaps the import' },
 ];
 
+/**
+ * Progress for scripts, in every pipeline command (not in the server's query: a server reports
+ * nothing on the client's stderr).
+ */
+export const PROGRESS_OPTION: OptionDef = {
+  flags: '--progress <mode>',
+  description: 'progress on stderr: auto (a bar on a TTY), json (NDJSON events, at most one a second), none',
+  choices: ['auto', 'json', 'none'],
+  defaultValue: 'auto',
+};
+
+/** `import`'s own: resuming an interrupted run, and the scratch space it may take (docs/import.md). */
+export const RESUME_OPTIONS: readonly OptionDef[] = [
+  {
+    flags: '--no-resume',
+    description: 'start over: discard a pending interrupted import of these inputs (default: resume it)',
+  },
+  {
+    flags: '--disk-quota <size>',
+    description: 'scratch space (runs and SSTs) the import may use; checked before parsing against the estimate and the free space',
+  },
+];
+
+/** Option values of PROGRESS_OPTION and RESUME_OPTIONS. */
+export interface ResumeCliOptions {
+  progress?: string;
+  resume?: boolean;
+  diskQuota?: string;
+}
+
 /** Option values of IMPORT_OPTIONS, plus the --json and --quiet every pipeline command has. */
 export interface ImportCliOptions {
   delimiter: string;

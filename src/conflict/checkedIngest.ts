@@ -15,6 +15,7 @@
  * The scan and the skip rewrite run a slice at a time (sliceMs, default 4 ms), so reads and writes
  * of the same process, inside the span included for reads, keep being served meanwhile.
  */
+import { crashPoint } from '../util/crashPoints';
 import type { Engine } from '../engine/engine';
 import type { IngestOptions, IngestionResult } from '../engine/ingest/ingestionJob';
 import type { UserKeyRange } from '../engine/runningCompactions';
@@ -65,6 +66,8 @@ export async function ingestWithConflictCheck(
       opts.onReport?.(report);
       const plan = await applyConflictPolicySliced(opts.onConflict, report, sstPaths, opts.rewrite, { sliceMs });
       decidedAtMs = performance.now();
+      // Checked and decided, not yet ingested: a kill here must leave the database as it was.
+      crashPoint('check.decided');
       return { ingest: plan.ingest ? plan.files : null, result: { report, plan } };
     },
     opts.ingest,

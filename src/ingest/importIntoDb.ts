@@ -59,12 +59,17 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Engine } from '../engine/engine';
-import { currentFileName } from '../engine/fileNames';
+import { currentFileName, tableFileName } from '../engine/fileNames';
 import { ownScratchDirPrefix } from '../engine/scratchDirs';
 import { IngestOptions, IngestionPlan, PlannedFile } from '../engine/ingest/ingestionJob';
 import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../base/keyCompare';
-import { CsvImport, ImportOptions, ImportSummary } from './importer';
+import { CsvImport, ImportOptions, ImportSummary, outputOptionsFingerprint } from './importer';
+import { ImportJob } from './resume/importJob';
+import { fingerprintInput } from './resume/fingerprint';
+import { isDefinitiveFailure } from './resume/failures';
+import { crashPoint } from '../util/crashPoints';
+import { noSpaceErrorOf } from './diskSpace';
 import { KeySpec } from './rows/keySpec';
 import { CheckSstConflictsOptions, checkSstConflictsSliced } from '../conflict/checkSstConflicts';
 import { ingestWithConflictCheck } from '../conflict/checkedIngest';
@@ -128,6 +133,15 @@ export interface DbImportOptions {
    * and their directory; the skip policy writes its rewritten files beside them).
    */
   prebuilt?: ImportSummary;
+  /**
+   * Import mode: make the run resumable (default false here; the CLI's default is true). The
+   * job's checkpoints live in DIR/.import-job-<id>/, which Engine.open keeps; running the same
+   * import again after a crash goes on where it stopped, with the conflict check done again
+   * against the database as it is then (src/ingest/resume/importJob.ts). Files only, not stdin.
+   */
+  resume?: boolean;
+  /** With resume: discard a pending job for these inputs and start over (--no-resume). */
+  restart?: boolean;
 }
 
 /** One file of the ingestion (done or planned), as the JSON summary shows it. */
@@ -194,10 +208,14 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   readonly mode: DbImportMode;
   /** A directory of this run's own (scratch or temp), removed at the end. */
   private ownedDir: string | null = null;
-  private job: CsvImport | null = null;
+  private csvJob: CsvImport | null = null;
   /** DIR did not exist before this run: a failed run removes it again. */
   private createdDir = false;
   private succeeded = false;
+  /** The resumable job (import mode with resume): its directory is the private directory. */
+  private job: ImportJob | null = null;
+  /** The run failed in a way a resume cannot mend: the job goes. */
+  private definitiveFailure = false;
 
   constructor(private readonly opts: DbImportOptions & { mode?: M }) {
     if (opts.dryRun === true && opts.mode !== undefined && opts.mode !== 'plan') {
@@ -214,7 +232,16 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
 
   /** Removes the private directory (and DIR when this run made it and failed); synchronous, for signal handlers. */
   cleanupSync(): void {
-    this.job?.cleanupSync();
+    this.csvJob?.cleanupSync();
+    if (this.job !== null) {
+      if (this.succeeded || this.definitiveFailure) this.job.finish();
+      else {
+        // Interrupted: the job, and the directory it lives in, stay for the resume.
+        this.job.release();
+        this.createdDir = false;
+      }
+      this.job = null;
+    }
     if (this.ownedDir !== null) fs.rmSync(this.ownedDir, { recursive: true, force: true });
     this.ownedDir = null;
     if (this.createdDir && !this.succeeded) fs.rmSync(this.opts.dbDir, { recursive: true, force: true });
@@ -234,15 +261,18 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       this.succeeded = true;
       // The mode was fixed by the options that fixed M, so the result is the one M names.
       return result as DbRunResult<M>;
+    } catch (e) {
+      this.definitiveFailure = isDefinitiveFailure(e);
+      throw noSpaceErrorOf(e, this.opts.dbDir, 'ingesting', null, this.job !== null, 'the database is unchanged');
     } finally {
       this.cleanupSync();
     }
   }
 
   private async runCsvImport(keySpec: KeySpec, outputDir: string): Promise<ImportSummary> {
-    this.job = new CsvImport(this.importOptions(keySpec, outputDir));
-    const summary = await this.job.run();
-    this.job = null;
+    this.csvJob = new CsvImport(this.importOptions(keySpec, outputDir));
+    const summary = await this.csvJob.run();
+    this.csvJob = null;
     return summary;
   }
 
@@ -291,12 +321,33 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
         fs.mkdirSync(o.dbDir, { recursive: true });
         this.createdDir = true;
       }
+      if (this.resumable()) {
+        this.job = this.openJob();
+        return this.job.dir;
+      }
       this.ownedDir = fs.mkdtempSync(ownScratchDirPrefix(o.dbDir));
       return this.ownedDir;
     } catch (e) {
       this.cleanupSync();
+      if (e instanceof IngestError) throw e;
       throw new IngestError('IO', `cannot create a private directory in ${o.dbDir}: ${(e as Error).message}`, { cause: e });
     }
+  }
+
+  /** Resumable: import mode, asked for, and every input a file (stdin cannot be fingerprinted). */
+  private resumable(): boolean {
+    return this.mode === 'import' && this.opts.resume === true && !this.opts.import.inputs.includes('-');
+  }
+
+  private openJob(): ImportJob {
+    const o = this.opts;
+    const names = o.import.inputNames;
+    const inputs = o.import.inputs.map((p, i) => fingerprintInput(p, names?.[i] ?? p));
+    const options = outputOptionsFingerprint({ ...o.import, outputDir: '', writeRowOrigins: true });
+    const job = ImportJob.open({ kind: 'db', targetDir: o.dbDir, inputs, options, tmpDir: o.import.tmpDir, fresh: o.restart });
+    // A job found with no database beside it was started by a run that was creating it.
+    if (job.resumed && !fs.existsSync(currentFileName(o.dbDir))) this.createdDir = true;
+    return job;
   }
 
   /** The import's options; every mode writes row-origins files, so reported conflicts name their CSV line. */
@@ -304,6 +355,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const live = this.opts.engine !== undefined ? liveEngineImportOptions(this.opts) : {};
     const base = { ...this.opts.import, ...live, key: keySpec, outputDir, writeRowOrigins: true };
     if (this.mode === 'check') return base;
+    // A job keeps its runs itself (inside its directory, or under --tmp-dir).
+    if (this.job !== null) return { ...base, job: this.job, writeSummaryFile: false };
     // Sorted runs default to the scratch directory too (not the system temp dir): after a kill,
     // the next Engine.open removes the whole scratch directory, runs included.
     return { ...base, tmpDir: base.tmpDir ?? outputDir, writeSummaryFile: false };
@@ -362,9 +415,16 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       this.writeReport(report);
       return this.resultOf(creating, summary, report, await applyConflictPolicySliced(onConflict, report, paths), replaceRange);
     }
+    const job = this.job;
+    if (job !== null) {
+      if (job.state.phase === 'ingesting' && ingestionCommitted(engine, job.dir))
+        return this.committedEarlier(engine, summary, keySpec, creating);
+      job.checkpoint((st) => void (st.phase = 'ingesting'));
+    }
     const checked = await this.withCheckOptions(summary, keySpec, (check) =>
       ingestWithConflictCheck(engine, paths, { onConflict, check, ingest: ingestOptions, onReport: (r) => this.writeReport(r) }),
     );
+    crashPoint('import.afterIngest');
     const result = this.resultOf(creating, summary, checked.report, checked.plan, replaceRange);
     const ingested = checked.ingestion;
     if (ingested !== null) {
@@ -378,6 +438,27 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       };
     }
     return result;
+  }
+
+  /**
+   * A resumed job whose earlier attempt was killed after its ingestion committed and before the
+   * job was removed: nothing is ingested again. The report is a fresh check of the files against
+   * the database, which now holds them (a key shows as a conflict only if it changed since).
+   */
+  private async committedEarlier(engine: Engine, summary: ImportSummary, keySpec: KeySpec, creating: boolean): Promise<DbImportResult> {
+    const paths = summary.outputFiles.map((f) => f.path);
+    const report = await this.withCheckOptions(summary, keySpec, (check) => checkSstConflictsSliced(engine, paths, check));
+    this.writeReport(report);
+    if (summary.resume !== null) summary.resume.ingestionFoundCommitted = true;
+    const decision: IngestPlan = {
+      policy: this.opts.onConflict ?? 'abort',
+      ingest: true,
+      files: paths,
+      rewritten: [],
+      emptied: [],
+      rowsHeldBack: 0,
+    };
+    return this.resultOf(creating, summary, report, decision, resolveReplaceRange(this.opts.replaceRange, summary));
   }
 
   private resultOf(
@@ -515,6 +596,27 @@ function fileOf(f: PlannedFile, fileNumber: number | null): DbImportFile {
 
 function planOf(plan: IngestionPlan): NonNullable<DbImportResult['plan']> {
   return { files: plan.files.map((f) => fileOf(f, null)), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence };
+}
+
+/**
+ * Whether the database holds a table that is one of the job's SSTs: the ingestion hard-links
+ * each file under a table name, so a committed ingestion shows as a live table with the inode of
+ * a file in the job directory. (A copy instead of a link, across file systems, cannot happen
+ * here: the job directory is inside the database directory.)
+ */
+function ingestionCommitted(engine: Engine, jobDir: string): boolean {
+  const inodes = new Set<number>();
+  for (const name of fs.readdirSync(jobDir)) if (name.endsWith('.sst')) inodes.add(fs.statSync(path.join(jobDir, name)).ino);
+  for (const level of engine.levelFiles()) {
+    for (const f of level) {
+      try {
+        if (inodes.has(fs.statSync(tableFileName(engine.dir, f.fileNumber)).ino)) return true;
+      } catch {
+        // A table compacted away meanwhile: not one of ours to find.
+      }
+    }
+  }
+  return false;
 }
 
 /** Convenience: run one import (or, with dryRun or mode 'plan', one plan) into a database. */

@@ -31,17 +31,45 @@ import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect'
 import { readCsvFast, readCsvWithCsvParse } from './csv/csvReader';
 import { displayName, isSplittable, openByteSource } from './csv/inputSource';
 import { KeySpec } from './rows/keySpec';
-import { DuplicatePolicy, MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
+import { DuplicatePolicy, MergeRange, MergeResult, MergeResumeHooks, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
 import { Progress } from './progress';
 import { ValueFormat } from './rows/rowEncoder';
 import { BadRow, LayoutPlan, RowSink } from './rows/rowSink';
 import { RunInfo, spillSortBuffer } from './sort/runFile';
 import { SortBuffer } from './sort/sortBuffer';
-import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles } from './sort/sstSetWriter';
+import {
+  RowOriginSources,
+  SstSetWriter,
+  WrittenFile,
+  finalSstName,
+  publishFiles,
+  removeFiles,
+  removeTempFiles,
+  tempPrefix,
+} from './sort/sstSetWriter';
 import { mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
 import { parseInWorkers } from './parse/parallelParse';
 import { InputNamer, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
+import { ImportJob } from './resume/importJob';
+import { fingerprintInput, OptionsFingerprint } from './resume/fingerprint';
+import {
+  ImportResumeSummary,
+  mergeCheckpointOf,
+  parseResumeOf,
+  recordFanInMerge,
+  recordMerged,
+  recordParseOutcome,
+  recordSstFinished,
+  removeUnfinishedTempFiles,
+  removeUnrecordedRuns,
+  resumedMergeRange,
+  startResumeSummary,
+  storedOutcome,
+  writtenFileOf,
+} from './resume/jobSteps';
+import { isDefinitiveFailure } from './resume/failures';
+import { ScratchQuota, bytesIn, checkScratchSpace, estimateScratchBytes, isNoSpace, noSpaceErrorOf } from './diskSpace';
 
 export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
 /** Inputs smaller than this are parsed in-process: threads cost more to start than they save. */
@@ -104,6 +132,21 @@ export interface ImportOptions {
   /** Write the summary file (import-summary.json) next to the SSTs; default true. */
   writeSummaryFile?: boolean;
   progress?: Progress;
+  /**
+   * Make the import resumable (default false here; the CLI's default is true): checkpoints in a
+   * job directory inside outputDir, so that the same import run again after a crash goes on
+   * where it stopped (src/ingest/resume/importJob.ts). Inputs must be files (not stdin).
+   */
+  resume?: boolean;
+  /** With resume: discard a pending job for these inputs and start over (--no-resume). */
+  restart?: boolean;
+  /** A job its caller opened (DbImport: the job directory is outputDir); the caller finishes or keeps it. */
+  job?: ImportJob;
+  /**
+   * Scratch space the import may use (runs and SSTs, --disk-quota): checked against the estimate
+   * and the free space before parsing, and as runs and SSTs are finished (src/ingest/diskSpace.ts).
+   */
+  diskQuotaBytes?: number;
 }
 
 export interface RowLocation {
@@ -143,6 +186,8 @@ export interface ImportSummary {
   runs: number;
   runBytes: number;
   phases: { parseSeconds: number; mergeSeconds: number; publishSeconds: number; totalSeconds: number };
+  /** The resumable job (null when the import is not resumable): what it took over and redid. */
+  resume: ImportResumeSummary | null;
   rowsPerSecond: number;
   inputMiBPerSecond: number;
   memoryLimitBytes: number;
@@ -169,12 +214,23 @@ interface ImportSetup {
 }
 
 export class CsvImport {
-  private readonly token = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  private token = `${process.pid}-${randomBytes(4).toString('hex')}`;
   private workDir: string | null = null;
   private output: SstSetWriter | null = null;
   private finished = false;
   private written: WrittenFile[] = [];
   private runCounter = 0;
+  /** Prefix of the run files this attempt names on the main thread (attempts of a job must not reuse names). */
+  private runPrefix = 'run-';
+  /** The resumable job, when there is one; `ownJob`: opened here (output-dir imports), so finished or kept here. */
+  private job: ImportJob | null = null;
+  private ownJob = false;
+  /** A failure a resume cannot mend (bad input, duplicates, usage): the job goes with the rest. */
+  private definitiveFailure = false;
+  private resumeSummary: ImportResumeSummary | null = null;
+  /** What the import is doing, for a full disk's message. */
+  private doing: { what: string; dir: string } = { what: 'starting', dir: '' };
+  private quota: ScratchQuota | null = null;
 
   constructor(private readonly opts: ImportOptions) {}
 
@@ -186,10 +242,21 @@ export class CsvImport {
 
   /** Removes everything the import made so far; safe from a signal handler (synchronous). */
   cleanupSync(): void {
+    if (this.job !== null && !this.finished && !this.definitiveFailure) {
+      // Interrupted (a signal, I/O, a full disk): everything stays for the resume.
+      if (this.ownJob) this.job.release();
+      this.workDir = null;
+      return;
+    }
     if (!this.finished) {
       if (this.output !== null) this.output.abort();
       removeFiles(this.written);
       removeTempFiles(this.opts.outputDir, this.token);
+    }
+    if (this.job !== null) {
+      if (this.ownJob) this.job.finish();
+      this.workDir = null;
+      return;
     }
     if (this.workDir !== null) fs.rmSync(this.workDir, { recursive: true, force: true });
     this.workDir = null;
@@ -199,15 +266,11 @@ export class CsvImport {
     const t0 = performance.now();
     const o = this.opts;
     const setup = this.setUp();
+    this.openJob();
     this.prepareOutputDir(o.outputDir);
-    const tmpRoot = o.tmpDir ?? os.tmpdir();
+    this.prepareWorkDir();
     try {
-      fs.mkdirSync(tmpRoot, { recursive: true });
-      this.workDir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-import-'));
-    } catch (e) {
-      throw new IngestError('IO', `cannot create a temp directory under ${tmpRoot}: ${(e as Error).message}`, { cause: e });
-    }
-    try {
+      this.checkQuota(setup);
       const { outcome, threads } = await this.parse(setup);
       const tParsed = performance.now();
       const locate = locatorOf(outcome.sources, this.nameOf);
@@ -216,7 +279,8 @@ export class CsvImport {
       const tMerged = performance.now();
 
       // Phase 3: publish.
-      const finalPaths = publishFiles(o.outputDir, written);
+      this.doing = { what: 'publishing the SSTs', dir: o.outputDir };
+      const finalPaths = publishFiles(o.outputDir, written, this.job !== null);
       this.finished = true;
       const tPublished = performance.now();
       const summary = this.summarize({
@@ -241,8 +305,70 @@ export class CsvImport {
       if (o.writeSummaryFile ?? true)
         writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
       return summary;
+    } catch (e) {
+      this.definitiveFailure = isDefinitiveFailure(e);
+      throw this.noSpaceError(e, setup);
     } finally {
       this.cleanupSync();
+    }
+  }
+
+  /** --disk-quota: the estimate against the quota and the free space, before anything is parsed. */
+  private checkQuota(s: ImportSetup): void {
+    const quotaBytes = this.opts.diskQuotaBytes;
+    if (quotaBytes === undefined) return;
+    this.quota = new ScratchQuota(quotaBytes);
+    const estimable = this.opts.inputs.every((p) => p !== '-' && !p.endsWith('.gz'));
+    checkScratchSpace({ inputBytes: s.totalInput, estimable, quotaBytes, runDir: this.workDir as string, outputDir: this.opts.outputDir });
+  }
+
+  /** A full disk as NO_SPACE naming where and about how much more is needed; other errors as they are. */
+  private noSpaceError(e: unknown, s: ImportSetup): unknown {
+    if (!isNoSpace(e)) return e;
+    const used = bytesIn(this.workDir ?? this.doing.dir) + bytesIn(this.opts.outputDir, tempPrefix(this.token));
+    const needed = s.inputSizes.every((x) => x !== null) ? estimateScratchBytes(s.totalInput) - used : null;
+    const unchanged = this.job !== null ? 'nothing was published' : 'nothing was published, and the partial files were removed';
+    return noSpaceErrorOf(e, this.doing.dir, this.doing.what, needed, this.job !== null, unchanged);
+  }
+
+  /**
+   * The resumable job: the caller's (DbImport), or, with `resume`, one opened here in the output
+   * directory. Stdin cannot be fingerprinted, so an import reading it is never resumable.
+   */
+  private openJob(): void {
+    const o = this.opts;
+    if (o.job !== undefined) this.job = o.job;
+    else if (o.resume === true && !o.inputs.includes('-')) {
+      this.prepareOutputDir(o.outputDir, true);
+      this.job = ImportJob.open({
+        kind: 'output',
+        targetDir: o.outputDir,
+        inputs: o.inputs.map((p) => fingerprintInput(p, this.nameOf(p))),
+        options: outputOptionsFingerprint(o),
+        tmpDir: o.tmpDir,
+        fresh: o.restart,
+      });
+      this.ownJob = true;
+    }
+    if (this.job === null) return;
+    this.token = this.job.state.token;
+    this.runPrefix = `run-a${this.job.state.attempts}-`;
+    this.resumeSummary = startResumeSummary(this.job);
+  }
+
+  /** The sorted runs' directory: the job's, or a new temp directory under --tmp-dir. */
+  private prepareWorkDir(): void {
+    if (this.job !== null) {
+      this.workDir = this.job.state.runDir;
+      removeUnrecordedRuns(this.job);
+      return;
+    }
+    const tmpRoot = this.opts.tmpDir ?? os.tmpdir();
+    try {
+      fs.mkdirSync(tmpRoot, { recursive: true });
+      this.workDir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-import-'));
+    } catch (e) {
+      throw new IngestError('IO', `cannot create a temp directory under ${tmpRoot}: ${(e as Error).message}`, { cause: e });
     }
   }
 
@@ -307,14 +433,22 @@ export class CsvImport {
     const parallel =
       s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
     const threads = parallel ? requestedThreads : 0;
+    const job = this.job;
+    const stored = job !== null ? storedOutcome(job) : null;
+    if (stored !== null) return stored;
+    const resume = job !== null ? parseResumeOf(job, (e) => !isDefinitiveFailure(e)) : undefined;
     try {
       const inWorkers = parallel
-        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes)
+        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes, resume)
         : null;
       // null: the workers had no record to bind the columns from, though there is data (only bad
       // rows where the probe looked); the in-process parse reports each bad row as it should.
-      if (inWorkers !== null) return { outcome: inWorkers, threads };
-      return { outcome: await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress), threads: 0 };
+      const parsed =
+        inWorkers !== null
+          ? { outcome: inWorkers, threads }
+          : { outcome: await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress), threads: 0 };
+      if (job !== null) recordParseOutcome(job, parsed.outcome, parsed.threads);
+      return parsed;
     } catch (e) {
       // The import fails, but the rows that made it fail are still worth a rejects file.
       if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined)
@@ -339,10 +473,14 @@ export class CsvImport {
     // second writer and compressor roughly doubled peak RSS.
     const mergeThreads = runs.length > 0 && runBytes > 0 ? Math.max(1, o.mergeThreads ?? 1) : 1;
     const maxFanIn = s.budget.mergeFanIn(mergeThreads);
+    const job = this.job;
+    if (job !== null && (job.state.phase === 'merged' || job.state.phase === 'ingesting')) return this.mergedEarlier(job, mergeThreads);
     while (runs.length > maxFanIn) {
       const group = runs.slice(0, maxFanIn);
-      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length));
+      // A job keeps the group until the merged run is recorded: a kill meanwhile must find them.
+      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length), job === null);
       runs = [merged, ...runs.slice(maxFanIn)];
+      if (job !== null) recordFanInMerge(job, group, merged, runs.slice(1));
     }
     const inWorkers = mergeThreads > 1 || o.mergeOffMainThread === true;
     const ranges = inWorkers && runs.length > 0 ? planKeyRanges(runs, mergeThreads) : [];
@@ -364,27 +502,78 @@ export class CsvImport {
         };
         ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress, o.workerNiceness ?? 0));
       } else {
-        this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, sstOptions, rowOrigins);
-        merge = mergeRunsIntoSsts(runs, s.policy, this.output, s.budget.mergeReadBufferBytes(runs.length), (n) =>
-          s.progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: outcome.rowsRead }),
-        );
-        written = merge.duplicateCount > 0 && s.policy === 'error' ? [] : this.output.finish();
+        ({ merge, written } = this.mergeOnMainThread(s, runs, rowOrigins, outcome.rowsRead));
       }
     } finally {
       s.progress.done();
     }
     this.written = written;
+    if (job !== null && !(merge.duplicateCount > 0 && s.policy === 'error')) recordMerged(job, o.outputDir, written, merge);
     if (merge.duplicateCount > 0 && s.policy === 'error') throw duplicateKeysError(merge, s.keySpec, locate);
     return { merge, written, mergeThreads: ranges.length > 1 ? ranges.length : 1 };
   }
 
-  private prepareOutputDir(dir: string): void {
+  /**
+   * The one-thread merge. With a job it is resumable: it starts after the files an earlier
+   * attempt finished (their counts carried on), and checkpoints each file it finishes.
+   */
+  private mergeOnMainThread(
+    s: ImportSetup,
+    runs: RunInfo[],
+    rowOrigins: RowOriginSources | null,
+    rowsRead: number,
+  ): { merge: MergeResult; written: WrittenFile[] } {
+    const o = this.opts;
+    const job = this.job;
+    this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, o.sstOptions ?? {}, rowOrigins);
+    const earlier = job !== null ? job.state.merge.files.map(writtenFileOf) : [];
+    let range: MergeRange | undefined;
+    let hooks: MergeResumeHooks | undefined;
+    const quota = this.quota;
+    if (job !== null) {
+      (this.resumeSummary as ImportResumeSummary).mergeBytesRedone = removeUnfinishedTempFiles(o.outputDir, job);
+      this.output.firstFileIndex = earlier.length + 1;
+      range = resumedMergeRange(runs, job.state.merge.files);
+      hooks = {
+        initial: mergeCheckpointOf(job),
+        onFileFinished: (f, upTo) => {
+          quota?.charge(f.fileSizeBytes, o.outputDir);
+          recordSstFinished(job, o.outputDir, f, upTo);
+        },
+      };
+    } else if (quota !== null) {
+      hooks = {
+        initial: { rowsWritten: 0, duplicateCount: 0, duplicates: [] },
+        onFileFinished: (f) => quota.charge(f.fileSizeBytes, o.outputDir),
+      };
+    }
+    const onProgress = (n: number): void =>
+      s.progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: rowsRead });
+    const merge = mergeRunsIntoSsts(runs, s.policy, this.output, s.budget.mergeReadBufferBytes(runs.length), onProgress, range, hooks);
+    const written = merge.duplicateCount > 0 && s.policy === 'error' ? [] : [...earlier, ...this.output.finish()];
+    return { merge, written };
+  }
+
+  /** An earlier attempt finished the merge: its files and counts, as the merge would return them. */
+  private mergedEarlier(job: ImportJob, mergeThreads: number): { merge: MergeResult; written: WrittenFile[]; mergeThreads: number } {
+    const m = mergeCheckpointOf(job);
+    const written = job.state.merge.files.map(writtenFileOf);
+    this.written = written;
+    const merge: MergeResult = { ...m, rowsMerged: job.state.progress.rowsMerged };
+    return { merge, written, mergeThreads };
+  }
+
+  private prepareOutputDir(dir: string, creatingOnly = false): void {
     try {
       fs.mkdirSync(dir, { recursive: true });
     } catch (e) {
       throw new IngestError('IO', `cannot create --output-dir ${dir}: ${(e as Error).message}`, { cause: e });
     }
-    const existing = fs.readdirSync(dir).filter((f) => f.endsWith('.sst'));
+    if (creatingOnly) return;
+    // A resumed job may find files of its own there: those its interrupted publish renamed.
+    const ownFinals = new Set(this.job !== null ? this.job.state.merge.files.map((_, i) => finalSstName(i + 1)) : []);
+    const own = (f: string): boolean => this.job !== null && (ownFinals.has(f) || f.startsWith(tempPrefix(this.token)));
+    const existing = fs.readdirSync(dir).filter((f) => f.endsWith('.sst') && !own(f));
     if (existing.length > 0)
       throw new IngestError(
         'USAGE',
@@ -393,7 +582,7 @@ export class CsvImport {
   }
 
   private nextRunPath(): string {
-    return path.join(this.workDir as string, `run-${String(++this.runCounter).padStart(6, '0')}.run`);
+    return path.join(this.workDir as string, `${this.runPrefix}${String(++this.runCounter).padStart(6, '0')}.run`);
   }
 
   private async parseInProcess(
@@ -523,6 +712,7 @@ export class CsvImport {
         publishSeconds: round(a.seconds.publish),
         totalSeconds: round(total),
       },
+      resume: this.resumeSummary,
       rowsPerSecond: Math.round(a.outcome.rowsRead / Math.max(total, 1e-9)),
       inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
       memoryLimitBytes: a.memoryLimitBytes,
@@ -596,6 +786,32 @@ function writeFileAtomic(file: string, text: string): void {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   fs.writeFileSync(tmp, text);
   fs.renameSync(tmp, file);
+}
+
+/**
+ * The options that shape an import's output, for its resume fingerprint: a resume with any of
+ * them changed is refused (src/ingest/resume/fingerprint.ts). Memory and threads are left out.
+ */
+export function outputOptionsFingerprint(o: ImportOptions): OptionsFingerprint {
+  const key = o.key === undefined ? '1' : typeof o.key === 'string' ? o.key : JSON.stringify(o.key.refs);
+  const values: Record<string, unknown> = {
+    key,
+    value: o.value,
+    valueFormat: o.valueFormat ?? 'raw',
+    dialect: normalizeDialect(o.dialect ?? {}),
+    header: o.header ?? false,
+    columns: o.columns ?? null,
+    onDuplicate: o.onDuplicate ?? 'error',
+    maxBadRows: o.maxBadRows ?? 0,
+    targetFileSize: o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES,
+    sstOptions: o.sstOptions ?? {},
+    parser: o.parser ?? 'auto',
+    writeRowOrigins: o.writeRowOrigins ?? false,
+    inputNames: o.inputNames ?? null,
+  };
+  const out: OptionsFingerprint = {};
+  for (const [name, v] of Object.entries(values)) if (v !== undefined) out[name] = JSON.stringify(v);
+  return out;
 }
 
 /** Convenience: run one import. */

@@ -1,12 +1,22 @@
 /**
- * Progress for `ingest import` on stderr: one line, redrawn in place at most every
- * REDRAW_INTERVAL_MS, showing the phase, bytes read of total, rows/s and an ETA.
+ * Progress for `ingest import`, `check` and `plan` on stderr, in one of two forms:
+ * - bar (a TTY, not --quiet): one line, redrawn in place at most every REDRAW_INTERVAL_MS,
+ *   showing the phase, bytes read of total, rows/s and an ETA; `done` clears the line.
+ * - json (--progress json): NDJSON events for scripts, one object per line, at most one
+ *   "progress" event per JSON_INTERVAL_MS, then one final "done" or "error" event. Fields:
+ *     {"event":"progress","phase","elapsedSeconds","phaseSeconds","rowsDone","rowsTotal",
+ *      "bytesDone","bytesTotal","rowsPerSecond","bytesPerSecond","etaSeconds"}
+ *     {"event":"done","elapsedSeconds","exitCode":0|3,"summary":<the --json document>}
+ *     {"event":"error","elapsedSeconds","exitCode","code","message"}
+ *   rowsTotal, bytesTotal and etaSeconds are null when unknown (stdin; a phase without a total).
+ *   docs/import.md documents each field; the names are stable.
  *
  * Contract: `update` is cheap enough to call from hot loops (it checks the clock and returns);
- * nothing is printed unless enabled (stderr is a TTY and not --quiet); `done` clears the line.
+ * nothing is written when disabled; the final event is written once, by the command.
  */
 
 const REDRAW_INTERVAL_MS = 200;
+const JSON_INTERVAL_MS = 1000;
 
 export interface ProgressState {
   phase: string;
@@ -18,36 +28,90 @@ export interface ProgressState {
   totalRows: number | null;
 }
 
+export type ProgressMode = 'bar' | 'json' | 'none';
+
+/** The "progress" event of --progress json. */
+export interface ProgressEvent {
+  event: 'progress';
+  phase: string;
+  elapsedSeconds: number;
+  phaseSeconds: number;
+  rowsDone: number;
+  rowsTotal: number | null;
+  bytesDone: number;
+  bytesTotal: number | null;
+  rowsPerSecond: number;
+  bytesPerSecond: number;
+  etaSeconds: number | null;
+}
+
 export class Progress {
   private last = 0;
+  private readonly start = Date.now();
   private phaseStart = Date.now();
   private phase = '';
   private drawn = false;
+  private finished = false;
+  readonly mode: ProgressMode;
 
   constructor(
-    private readonly enabled: boolean,
-    private readonly out: NodeJS.WriteStream = process.stderr,
-  ) {}
+    enabledOrMode: boolean | ProgressMode,
+    private readonly out: NodeJS.WritableStream = process.stderr,
+  ) {
+    this.mode = typeof enabledOrMode === 'boolean' ? (enabledOrMode ? 'bar' : 'none') : enabledOrMode;
+  }
 
   static forStderr(quiet: boolean): Progress {
     return new Progress(!quiet && process.stderr.isTTY === true);
   }
 
+  /** --progress auto|json|none with --quiet: auto is a bar on a TTY; quiet silences auto only. */
+  static forOption(option: string | undefined, quiet: boolean): Progress {
+    if (option === 'json') return new Progress('json');
+    if (option === 'none') return new Progress('none');
+    return Progress.forStderr(quiet);
+  }
+
   update(s: ProgressState, force = false): void {
-    if (!this.enabled) return;
+    if (this.mode === 'none') return;
     const now = Date.now();
-    if (s.phase !== this.phase) {
+    const newPhase = s.phase !== this.phase;
+    if (newPhase) {
       this.phase = s.phase;
       this.phaseStart = now;
-    } else if (!force && now - this.last < REDRAW_INTERVAL_MS) {
-      return;
     }
+    const interval = this.mode === 'json' ? JSON_INTERVAL_MS : REDRAW_INTERVAL_MS;
+    // JSON events keep their one-a-second bound even across phase changes.
+    const due = this.mode === 'json' ? now - this.last >= interval : newPhase || force || now - this.last >= interval;
+    if (!due) return;
     this.last = now;
+    if (this.mode === 'json') this.writeEvent(this.eventOf(s, now));
+    else this.draw(s, now);
+  }
+
+  private eventOf(s: ProgressState, now: number): ProgressEvent {
+    const phaseSeconds = Math.max((now - this.phaseStart) / 1000, 1e-3);
+    const fraction = fractionOf(s);
+    return {
+      event: 'progress',
+      // The bar's "parse (2 threads)" is the phase "parse" here: the names scripts match on stay fixed.
+      phase: s.phase.split(' ')[0],
+      elapsedSeconds: round3((now - this.start) / 1000),
+      phaseSeconds: round3(phaseSeconds),
+      rowsDone: s.rows,
+      rowsTotal: s.totalRows,
+      bytesDone: s.doneBytes,
+      bytesTotal: s.totalBytes,
+      rowsPerSecond: Math.round(s.rows / phaseSeconds),
+      bytesPerSecond: Math.round(s.doneBytes / phaseSeconds),
+      etaSeconds: fraction !== null && fraction > 0 && fraction <= 1 ? round3((phaseSeconds / fraction) * (1 - fraction)) : null,
+    };
+  }
+
+  private draw(s: ProgressState, now: number): void {
     const seconds = Math.max((now - this.phaseStart) / 1000, 1e-3);
     const rate = s.rows / seconds;
-    let fraction: number | null = null;
-    if (s.totalBytes !== null && s.totalBytes > 0) fraction = s.doneBytes / s.totalBytes;
-    else if (s.totalRows !== null && s.totalRows > 0) fraction = s.rows / s.totalRows;
+    const fraction = fractionOf(s);
     const parts = [s.phase];
     if (s.totalBytes !== null) parts.push(`${mib(s.doneBytes)} of ${mib(s.totalBytes)} MiB`);
     else if (s.doneBytes > 0) parts.push(`${mib(s.doneBytes)} MiB`);
@@ -57,12 +121,44 @@ export class Progress {
     this.drawn = true;
   }
 
+  /** Clears the bar (a phase is over); JSON events need no clearing. */
   done(): void {
-    if (this.enabled && this.drawn) this.out.write('\r\x1b[K');
+    if (this.mode === 'bar' && this.drawn) this.out.write('\r\x1b[K');
     this.drawn = false;
   }
+
+  /** The final JSON event of a run that finished (exit code 0, or 3 for conflicts) with this summary. */
+  finishDone(summary: unknown, exitCode: number): void {
+    this.finish({ event: 'done', exitCode, summary });
+  }
+
+  /** The final JSON event of a run that failed. */
+  finishError(code: string, message: string, exitCode: number): void {
+    this.finish({ event: 'error', exitCode, code, message });
+  }
+
+  private finish(fields: Record<string, unknown>): void {
+    if (this.mode !== 'json' || this.finished) return;
+    this.finished = true;
+    const { event, ...rest } = fields;
+    this.writeEvent({ event, elapsedSeconds: round3((Date.now() - this.start) / 1000), ...rest });
+  }
+
+  private writeEvent(event: object): void {
+    this.out.write(`${JSON.stringify(event)}\n`);
+  }
+}
+
+function fractionOf(s: ProgressState): number | null {
+  if (s.totalBytes !== null && s.totalBytes > 0) return Math.min(1, s.doneBytes / s.totalBytes);
+  if (s.totalRows !== null && s.totalRows > 0) return Math.min(1, s.rows / s.totalRows);
+  return null;
 }
 
 function mib(bytes: number): string {
   return (bytes / (1 << 20)).toFixed(1);
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
 }

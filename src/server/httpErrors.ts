@@ -9,6 +9,7 @@
  *   422 CORRUPTION, NOT_SUPPORTED of an upload (a well-formed request whose SST cannot be used)
  *   429 BUSY                503 UNAVAILABLE, LATCH_TIMEOUT (retry later; Retry-After is set)
  *   500 IO, CORRUPTION of the database itself, DB_LOCKED, INTERNAL
+ *   507 NO_SPACE (the server's disk is full; nothing was ingested)
  *
  * An `HttpError` fixes its status itself (405, 422); every other error gets its code's status.
  * Anything that is not an IngestError is a bug: 500 INTERNAL, logged with its stack on stderr,
@@ -46,6 +47,7 @@ const STATUS_OF_CODE: Readonly<Record<ErrorCode, number>> = {
   LATCH_TIMEOUT: 503,
   CORRUPTION: 500,
   IO: 500,
+  NO_SPACE: 507,
   DB_LOCKED: 500,
   INTERNAL: 500,
 };

@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'CONFLICT' // conflicts found under the abort policy
   | 'LATCH_TIMEOUT' // a write or an ingestion waited too long for a span latch (engine/spanLatches.ts)
   | 'IO' // a file system failure
+  | 'NO_SPACE' // a full disk (ENOSPC, EDQUOT) or --disk-quota: a clean stop, resumable once space is freed
   // Raised by the server (src/server) and rebuilt by its client, so `--server` exits as `--db` would:
   | 'UNAUTHORIZED' // a request without a valid token
   | 'NOT_FOUND' // an unknown route, or a key that is absent

@@ -14,6 +14,7 @@
  * - If the generator throws, the error propagates; if the driver stops early (an exception from a
  *   hook), the generator's finally blocks run (return()).
  */
+import { crashPoint } from './crashPoints';
 import { setImmediate as yieldToEventLoop } from 'timers/promises';
 
 export type Sliced<T> = Generator<void, T, void>;
@@ -46,6 +47,7 @@ export async function runSliced<T>(gen: Sliced<T>, opts: SliceOptions = {}): Pro
         return step.value;
       }
       if (performance.now() - sliceStartMs < sliceMs) continue;
+      crashPoint('slice.pause');
       opts.onPause?.();
       await yieldToEventLoop();
       opts.onResume?.();

@@ -6,7 +6,14 @@ import { Command } from 'commander';
 import { registerCheckCommand } from '../../cli/commands/check';
 import { registerImportCommand } from '../../cli/commands/import';
 import { registerPlanCommand } from '../../cli/commands/importDb';
-import { CONFLICT_CHECK_OPTIONS, DB_POLICY_OPTIONS, IMPORT_OPTIONS, OptionDef } from '../../cli/commands/importOptions';
+import {
+  CONFLICT_CHECK_OPTIONS,
+  DB_POLICY_OPTIONS,
+  IMPORT_OPTIONS,
+  OptionDef,
+  PROGRESS_OPTION,
+  RESUME_OPTIONS,
+} from '../../cli/commands/importOptions';
 import { SERVER_OPTIONS } from '../../cli/commands/serverTarget';
 
 type Register = (program: Command) => void;
@@ -33,6 +40,7 @@ test.each([[['import', 'check', 'plan']], [['plan', 'check', 'import']], [['chec
         ...flagsOf(IMPORT_OPTIONS),
         '--json',
         '--quiet',
+        ...flagsOf([PROGRESS_OPTION, ...RESUME_OPTIONS]),
         '--db',
         ...flagsOf(SERVER_OPTIONS),
         ...flagsOf(CONFLICT_CHECK_OPTIONS),
@@ -47,6 +55,7 @@ test.each([[['import', 'check', 'plan']], [['plan', 'check', 'import']], [['chec
         ...flagsOf(IMPORT_OPTIONS),
         '--json',
         '--quiet',
+        '--progress',
       ],
       plan: [
         '--db',
@@ -56,6 +65,7 @@ test.each([[['import', 'check', 'plan']], [['plan', 'check', 'import']], [['chec
         ...flagsOf(DB_POLICY_OPTIONS),
         '--json',
         '--quiet',
+        '--progress',
       ],
     };
     for (const name of order) expect(longFlags(program, name)).toEqual(expected[name]);

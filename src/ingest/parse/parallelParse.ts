@@ -218,6 +218,23 @@ class WorkerPool {
   }
 }
 
+/**
+ * A resumable parse's hooks (src/ingest/resume/): the ranges an earlier attempt finished are
+ * taken as they are, and each range this attempt starts and finishes is reported, so the job can
+ * checkpoint it. `taskBytes` fixes the range size to the first attempt's, so the same ranges
+ * come out whatever the memory limit or thread count of this one.
+ */
+export interface ParseResume {
+  taskBytes: number | null;
+  done: ReadonlyMap<number, ParseTaskResult>;
+  onPlanned(taskBytes: number): void;
+  onStarted(task: ParseTask): void;
+  /** Called once the range's runs are written; returns once they are durable and recorded. */
+  onFinished(result: ParseTaskResult): void;
+  /** Whether a failure leaves the runs for a resume (else they are deleted, as without resume). */
+  keepsRunsAfter(err: unknown): boolean;
+}
+
 export async function parseInWorkers(
   inputs: string[],
   settings: ParseSettings,
@@ -226,6 +243,7 @@ export async function parseInWorkers(
   progress: Progress,
   nameOf: InputNamer,
   taskBytesOverride?: number,
+  resume?: ParseResume,
 ): Promise<ParseOutcome | null> {
   // Probe every file; bind the layout from the first header or first record.
   const sizes = inputs.map((f) => fs.statSync(f).size);
@@ -265,7 +283,9 @@ export async function parseInWorkers(
   // Plan ranges.
   const { sortBufferBytes } = budget.parserShare(threads);
   const dataBytes = probes.reduce((a, p, i) => a + (sizes[i] - p.dataStart), 0);
-  const taskBytes = taskBytesOverride ?? planTaskBytes(dataBytes, Math.floor(sortBufferBytes / BUFFER_BYTES_PER_INPUT_BYTE), threads);
+  const taskBytes =
+    resume?.taskBytes ?? taskBytesOverride ?? planTaskBytes(dataBytes, Math.floor(sortBufferBytes / BUFFER_BYTES_PER_INPUT_BYTE), threads);
+  resume?.onPlanned(taskBytes);
   const tasks: PlannedTask[] = [];
   inputs.forEach((file, fileIndex) => {
     const size = sizes[fileIndex];
@@ -314,7 +334,13 @@ export async function parseInWorkers(
     progress.update({ phase: `parse (${threads} threads)`, doneBytes: bytes, totalBytes, rows, totalRows: null });
   }, PROGRESS_INTERVAL_MS);
 
-  const results: (ParseTaskResult | null)[] = tasks.map(() => null);
+  const results: (ParseTaskResult | null)[] = tasks.map((t) => resume?.done.get(t.taskId) ?? null);
+  const runTask = async (t: ParseTask): Promise<ParseTaskResult> => {
+    resume?.onStarted(t);
+    const r = await pool.run(t);
+    resume?.onFinished(r);
+    return r;
+  };
   const allRuns = (): string[] => results.flatMap((r) => (r === null ? [] : r.runs.map((x) => x.path)));
   try {
     const limit = pLimit(threads);
@@ -322,8 +348,8 @@ export async function parseInWorkers(
     await Promise.all(
       tasks.map((t) =>
         limit(async () => {
-          if (stop) return;
-          const r = await pool.run(t);
+          if (stop || results[t.taskId] !== null) return;
+          const r = await runTask(t);
           results[t.taskId] = r;
           if (r.stoppedEarly) stop = true;
         }),
@@ -347,10 +373,10 @@ export async function parseInWorkers(
         if (r !== null) for (const run of r.runs) fs.rmSync(run.path, { force: true });
         const fixed: ParseTask = { ...t, startOffset: prev.endOffset, stopAtOffset: Math.max(t.stopAtOffset, prev.endOffset) };
         if (r !== null) rangesRetried++;
-        r = await pool.run(fixed);
+        r = await runTask(fixed);
         results[t.taskId] = r;
       }
-      if (r === null) r = results[t.taskId] = await pool.run(t);
+      if (r === null) r = results[t.taskId] = await runTask(t);
       sources[t.source] = { file: t.file, lineOffset };
       if (badRowCount + r.badRowCount > settings.maxBadRows) {
         const fatalIndex = settings.maxBadRows - badRowCount;
@@ -367,7 +393,7 @@ export async function parseInWorkers(
     const runs = tasks.flatMap((t) => (results[t.taskId] as ParseTaskResult).runs);
     return { runs, sources, rowsRead, badRowCount, badRows, bound, inputBytes: totalBytes, ranges: tasks.length, rangesRetried };
   } catch (e) {
-    for (const p of allRuns()) fs.rmSync(p, { force: true });
+    if (resume === undefined || !resume.keepsRunsAfter(e)) for (const p of allRuns()) fs.rmSync(p, { force: true });
     throw e;
   } finally {
     clearInterval(timer);

@@ -14,7 +14,7 @@
 import { copyBytes } from '../../util/byteRanges';
 import { RunInfo, RunReader, RunWriter } from './runFile';
 import { PREFIX_BYTES, RunMerger, compareRanges } from './runMerger';
-import { SstSetWriter } from './sstSetWriter';
+import { SstSetWriter, WrittenFile } from './sstSetWriter';
 
 export type DuplicatePolicy = 'error' | 'first' | 'last';
 export const MAX_DUPLICATE_EXAMPLES = 100;
@@ -61,6 +61,23 @@ export interface MergeRange {
   startOffsets: number[];
 }
 
+/** What a merge has done up to the end of a finished file: the rows at or below its last key. */
+export interface MergeCheckpoint {
+  rowsWritten: number;
+  duplicateCount: number;
+  duplicates: DuplicatePair[];
+}
+
+/**
+ * A resumable merge (src/ingest/resume/): it starts with the counts of the files an earlier
+ * attempt finished (its range starts after their last key), and reports each file it finishes
+ * with the counts up to that file's last key, so a later resume starts there.
+ */
+export interface MergeResumeHooks {
+  initial: MergeCheckpoint;
+  onFileFinished(file: WrittenFile, upToHere: MergeCheckpoint): void;
+}
+
 export function mergeRunsIntoSsts(
   runs: readonly RunInfo[],
   policy: DuplicatePolicy,
@@ -68,6 +85,7 @@ export function mergeRunsIntoSsts(
   readBufferBytes: number,
   onProgress?: (rowsMerged: number) => void,
   range?: MergeRange,
+  resume?: MergeResumeHooks,
 ): MergeResult {
   // Without a range this merge is the runs' only reader: each run is deleted once read.
   const merger = new RunMerger(
@@ -87,8 +105,18 @@ export function mergeRunsIntoSsts(
   let heldSource = 0;
   let heldLine = 0;
   let writing = true;
-  const result: MergeResult = { rowsMerged: 0, rowsWritten: 0, duplicateCount: 0, duplicates: [] };
-  let rowsMerged = 0;
+  const base = resume?.initial ?? { rowsWritten: 0, duplicateCount: 0, duplicates: [] };
+  const result: MergeResult = {
+    rowsMerged: 0,
+    rowsWritten: base.rowsWritten,
+    duplicateCount: base.duplicateCount,
+    duplicates: [...base.duplicates],
+  };
+  let rowsMerged = base.rowsWritten + base.duplicateCount;
+  // Duplicates of the key in prevKey: under "last" that key is not yet written when a file is
+  // cut before it, so its duplicates belong after the cut (see checkpointAt).
+  let dupsOfPrevKey = 0;
+  if (resume !== undefined) out.onFileFinished = (f) => resume.onFileFinished(f, checkpointAt(f, result, dupsOfPrevKey));
   try {
     while (merger.next()) {
       const r = merger.current as RunReader;
@@ -106,6 +134,7 @@ export function mergeRunsIntoSsts(
         const held = prevKey.buf;
         if (n === held.length && (n <= PREFIX_BYTES || compareRanges(buf, keyStart, keyEnd, held, 0, n) === 0)) {
           result.duplicateCount++;
+          dupsOfPrevKey++;
           if (result.duplicates.length < MAX_DUPLICATE_EXAMPLES) {
             result.duplicates.push({
               key: Buffer.from(buf.subarray(keyStart, keyEnd)),
@@ -127,6 +156,7 @@ export function mergeRunsIntoSsts(
         result.rowsWritten++;
       }
       prevKey.set(buf, keyStart, keyEnd);
+      dupsOfPrevKey = 0;
       prevHigh = high;
       prevLow = low;
       firstSource = r.source;
@@ -153,13 +183,29 @@ export function mergeRunsIntoSsts(
     onProgress?.(rowsMerged);
     return result;
   } finally {
+    out.onFileFinished = null;
     merger.close();
   }
 }
 
+/**
+ * The counts up to the last key of `file`, just finished: every duplicate so far but those of a
+ * key after it (under "last", the held key whose add cut the file: its duplicates are counted
+ * already, its row is not written yet; under "first" and "error" a cut comes at a new key's
+ * first row, before any duplicate of it, and dupsOfPrevKey is 0).
+ */
+function checkpointAt(file: WrittenFile, result: MergeResult, dupsOfPrevKey: number): MergeCheckpoint {
+  const last = Buffer.from(file.largestUserKey);
+  return {
+    rowsWritten: result.rowsWritten,
+    duplicateCount: result.duplicateCount - dupsOfPrevKey,
+    duplicates: result.duplicates.filter((d) => Buffer.compare(d.key, last) <= 0),
+  };
+}
+
 /** Merges runs into one run, keeping every row (no duplicate handling): for too many runs. */
-export function mergeRunsIntoRun(runs: readonly RunInfo[], path: string, readBufferBytes: number): RunInfo {
-  const merger = new RunMerger(runs, readBufferBytes, { deleteRuns: true });
+export function mergeRunsIntoRun(runs: readonly RunInfo[], path: string, readBufferBytes: number, deleteRuns = true): RunInfo {
+  const merger = new RunMerger(runs, readBufferBytes, { deleteRuns });
   const w = new RunWriter(path);
   try {
     while (merger.next()) {

@@ -21,6 +21,7 @@ import { writeVarint } from '../../util/coding';
 import { copyRange } from '../../util/copyRange';
 import { BufferRegion } from '../csv/csvReader';
 import { SortBuffer } from './sortBuffer';
+import { crashPoint } from '../../util/crashPoints';
 
 const MAGIC = Buffer.from('INGRUN1\n', 'latin1');
 const WRITE_CHUNK_BYTES = 1 << 20;
@@ -118,6 +119,7 @@ export class RunWriter {
     this.flush();
     fs.closeSync(this.fd);
     this.fd = -1;
+    crashPoint('run.spilled');
     return { path: this.path, entries: this.entries, bytes: this.bytes, samples: this.samples };
   }
 

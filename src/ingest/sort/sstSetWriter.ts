@@ -25,6 +25,7 @@ import * as path from 'path';
 import { IngestError } from '../../util/errors';
 import { SstFileMetadata, SstFileWriter, SstFileWriterOptions, syncDirectory } from '../../sstwriter/sstFileWriter';
 import { RowOriginsWriter, originsPathFor } from '../../conflict/rowOrigins';
+import { crashPoint } from '../../util/crashPoints';
 
 /** A finished file under its temporary name. Plain data (crosses postMessage; Buffers arrive as Uint8Array). */
 export interface WrittenFile {
@@ -74,6 +75,13 @@ export class SstSetWriter {
   private sizeEstimate: (() => number) | null = null;
   /** The current file's origins writer (null when origins are off or no file is open). */
   private originsWriter: RowOriginsWriter | null = null;
+  /**
+   * Called when a file is finished (its SST and origins file fsynced), before the next is
+   * started: a resumable import checkpoints it (src/ingest/resume/).
+   */
+  onFileFinished: ((file: WrittenFile) => void) | null = null;
+  /** Files an earlier attempt of a resumed import finished: numbering goes on after them. */
+  firstFileIndex = 1;
 
   constructor(
     private readonly dir: string,
@@ -88,7 +96,7 @@ export class SstSetWriter {
   add(key: Uint8Array, value: Uint8Array, source: number, line: number): void {
     if (this.writer !== null && this.currentSize() >= this.targetFileSizeBytes) this.finishCurrent();
     if (this.writer === null) {
-      const name = `${tempPrefix(this.token)}p${this.partition}-${finalSstName(this.files.length + 1)}`;
+      const name = `${tempPrefix(this.token)}p${this.partition}-${finalSstName(this.firstFileIndex + this.files.length)}`;
       const sstPath = path.join(this.dir, name);
       const writer = new SstFileWriter(sstPath, this.options);
       const sized = writer as SstFileWriter & SizedWriter;
@@ -132,6 +140,8 @@ export class SstSetWriter {
       smallestUserKey: meta.smallestKey.subarray(0, meta.smallestKey.length - TRAILER_BYTES),
       largestUserKey: meta.largestKey.subarray(0, meta.largestKey.length - TRAILER_BYTES),
     });
+    crashPoint('sst.finished');
+    this.onFileFinished?.(this.files[this.files.length - 1]);
   }
 
   /** Finishes the last file; files stay under temporary names until publishFiles(). */
@@ -165,7 +175,7 @@ export function removeFiles(files: readonly WrittenFile[]): void {
  * Renames `files` (in key order) to dir/000001.sst, 000002.sst, ... (and their origins files to
  * 000001.origins, ...); all or none. Returns the final SST paths.
  */
-export function publishFiles(dir: string, files: readonly WrittenFile[]): string[] {
+export function publishFiles(dir: string, files: readonly WrittenFile[], resuming = false): string[] {
   const finals = files.map((_, i) => path.join(dir, finalSstName(i + 1)));
   // Every rename to make, SSTs and origins files alike: [from, to].
   const moves: [string, string][] = [];
@@ -173,6 +183,9 @@ export function publishFiles(dir: string, files: readonly WrittenFile[]): string
     moves.push([f.tempPath, finals[i]]);
     if (f.originsTempPath !== null) moves.push([f.originsTempPath, originsPathFor(finals[i])]);
   });
+  // A resumed import may find some renames done by the attempt a crash stopped mid-publish.
+  if (resuming)
+    for (let i = moves.length - 1; i >= 0; i--) if (!fs.existsSync(moves[i][0]) && fs.existsSync(moves[i][1])) moves.splice(i, 1);
   for (const [, to] of moves) {
     if (fs.existsSync(to)) throw new IngestError('IO', `cannot publish the import: ${to} already exists`);
   }

@@ -165,6 +165,7 @@ function uploadSummaryOf(infos: ExternalFileInfo[], dir: string): ImportSummary 
     inputBytes: files.reduce((n, f) => n + f.fileSizeBytes, 0),
     parser: 'fast',
     parserReason: 'prebuilt SSTs (upload)',
+    resume: null,
     parseThreads: 0,
     parseRanges: 0,
     parseRangesRetried: 0,

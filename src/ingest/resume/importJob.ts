@@ -1,0 +1,354 @@
+/**
+ * A resumable import job: the checkpoints that let an interrupted `ingest import` go on where
+ * it stopped instead of starting over (docs/import.md, "Resuming an interrupted import").
+ *
+ * On disk: a job directory `<target>/.import-job-<id>/` inside the import's target (the
+ * database, or the --output-dir), holding
+ *   state.json   the checkpoint (JobState below), replaced atomically (temp file, fsync,
+ *                rename, directory fsync) after every durable step;
+ *   OWNER        "<pid> <start time>\n" of the process running the job, while it runs;
+ *   runs/        the sorted runs, unless --tmp-dir put them in <tmp>/ingest-job-<id>/;
+ *   *.sst        (database imports) the SSTs and their .origins files, under the import's
+ *                temporary names until the merge ends, then 000001.sst...
+ * The id is a hash of the target kind and the resolved input paths: rerunning the same command
+ * finds the job. What the job must find unchanged to resume (the inputs' fingerprints, the
+ * options that shape the output, the target's identity) is in state.json and compared first.
+ *
+ * Contract:
+ * - `ImportJob.open` creates the job, or finds it and checks that it may be resumed: a changed
+ *   input, option or target is an IngestError('USAGE') naming what changed; a job another live
+ *   process runs is IngestError('BUSY'). `fresh` (--no-resume) discards a found job first.
+ * - `checkpoint(change)` applies a change to the state and makes it durable before returning.
+ *   Every file the state names must be durable before it is named (callers fsync first).
+ * - `finish()` removes the job (the import landed, or failed in a way a resume cannot mend);
+ *   `release()` keeps it for a resume and gives up ownership.
+ * Engine.open leaves job directories alone (their name is not a scratch directory's), so a
+ * pending job survives any number of opens until it finishes or `discardJob` removes it.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { createHash, randomBytes } from 'crypto';
+import { IngestError } from '../../util/errors';
+import { crashPoint } from '../../util/crashPoints';
+import { replaceFileDurably, syncDir } from '../../engine/durableFs';
+import { ownStartTime, processIsAlive } from '../../engine/lockFile';
+import { RunInfo } from '../sort/runFile';
+import { ParseTaskResult } from '../parse/parseTypes';
+import { InputFingerprint, OptionsFingerprint, describeInputChange, describeOptionChange } from './fingerprint';
+
+export const JOB_DIR_PREFIX = '.import-job-';
+const STATE_FILE = 'state.json';
+const OWNER_FILE = 'OWNER';
+const STATE_FORMAT = 1;
+/** state.json larger than this is not ours (it holds at most a few thousand ranges and files). */
+const MAX_STATE_BYTES = 64 << 20;
+
+/** Where the job is: parse (runs being spilled), merge (SSTs being written), merged, ingesting. */
+export type JobPhase = 'parse' | 'merge' | 'merged' | 'ingesting';
+
+/** A finished SST of the merge (WrittenFile with its keys in hex: plain JSON). */
+export interface JobFile {
+  tempPath: string;
+  originsTempPath: string | null;
+  fileSizeBytes: number;
+  entries: number;
+  smallestKeyHex: string;
+  largestKeyHex: string;
+}
+
+export interface JobDuplicate {
+  keyHex: string;
+  first: { source: number; line: number };
+  duplicate: { source: number; line: number };
+}
+
+export interface JobState {
+  format: number;
+  jobId: string;
+  target: { kind: 'db' | 'output'; dir: string; identity: string };
+  inputs: InputFingerprint[];
+  options: OptionsFingerprint;
+  /** The import's temporary-file token (SST names), the same in every attempt. */
+  token: string;
+  runDir: string;
+  startedAt: string;
+  updatedAt: string;
+  /** Attempts so far, this one included. */
+  attempts: number;
+  phase: JobPhase;
+  parse: {
+    /** The parse's byte-range size, fixed by the first attempt (null: parsed in-process). */
+    taskBytes: number | null;
+    /** Finished byte ranges, their runs durable. */
+    done: ParseTaskResult[];
+    /** Ranges started and not finished when this state was written: [start, stop) offsets. */
+    inFlight: { taskId: number; file: string; startOffset: number; stopAtOffset: number }[];
+  };
+  /** The parse's outcome (once the parse is over), minus the runs (see `runs`). */
+  outcome: unknown;
+  /** The runs the merge reads (after any fan-in merges); null until the parse is over. */
+  runs: RunInfo[] | null;
+  merge: { files: JobFile[]; rowsWritten: number; duplicateCount: number; duplicates: JobDuplicate[] };
+  progress: { inputBytes: number; parsedBytes: number; rowsParsed: number; rowsMerged: number };
+}
+
+export interface OpenJobRequest {
+  kind: 'db' | 'output';
+  /** The database or the output directory (must exist). */
+  targetDir: string;
+  inputs: InputFingerprint[];
+  options: OptionsFingerprint;
+  /** --tmp-dir: the runs go under it instead of inside the job directory. */
+  tmpDir?: string;
+  /** Discard a job found for these inputs and start over (--no-resume). */
+  fresh?: boolean;
+}
+
+/** A pending job as `ingest pending` lists it. */
+export interface PendingJob {
+  jobId: string;
+  dir: string;
+  phase: JobPhase;
+  running: boolean;
+  inputs: string[];
+  startedAt: string;
+  updatedAt: string;
+  attempts: number;
+  progress: JobState['progress'];
+  parseRangesDone: number;
+  sstsDone: number;
+  scratchBytes: number;
+}
+
+export function jobIdOf(kind: 'db' | 'output', inputPaths: readonly string[]): string {
+  const text = JSON.stringify([kind, ...inputPaths.map((p) => path.resolve(p))]);
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+/**
+ * The identity a resume must find again: the directory's inode, and a database's IDENTITY when
+ * it has one ("inode:<dev>:<ino>[ identity:<id>]"). A database this import is creating has no
+ * IDENTITY yet when the job starts, so a missing one on the job's side matches any.
+ */
+export function targetIdentity(dir: string): string {
+  const st = fs.statSync(dir);
+  let id = '';
+  try {
+    id = ` identity:${fs.readFileSync(path.join(dir, 'IDENTITY'), 'utf8').trim()}`;
+  } catch {
+    // No database yet, or one without an IDENTITY file.
+  }
+  return `inode:${st.dev}:${st.ino}${id}`;
+}
+
+function sameTarget(recorded: string, now: string): boolean {
+  const [recordedInode, recordedId] = recorded.split(' ');
+  const [nowInode, nowId] = now.split(' ');
+  return recordedInode === nowInode && (recordedId === undefined || recordedId === nowId);
+}
+
+export class ImportJob {
+  /** True when this attempt continues an earlier one. */
+  readonly resumed: boolean;
+  private owned = true;
+
+  private constructor(
+    readonly dir: string,
+    private stateValue: JobState,
+    resumed: boolean,
+  ) {
+    this.resumed = resumed;
+  }
+
+  get state(): Readonly<JobState> {
+    return this.stateValue;
+  }
+
+  static open(req: OpenJobRequest): ImportJob {
+    const jobId = jobIdOf(
+      req.kind,
+      req.inputs.map((i) => i.path),
+    );
+    const dir = path.join(req.targetDir, `${JOB_DIR_PREFIX}${jobId}`);
+    if (fs.existsSync(dir)) {
+      const found = readState(dir);
+      if (req.fresh === true || found === null) removeJobDir(dir, found);
+      else {
+        refuseChanged(dir, found, req);
+        claimOwner(dir);
+        const state: JobState = { ...found, attempts: found.attempts + 1, updatedAt: new Date().toISOString() };
+        const job = new ImportJob(dir, state, true);
+        job.writeState();
+        return job;
+      }
+    }
+    return ImportJob.create(dir, jobId, req);
+  }
+
+  private static create(dir: string, jobId: string, req: OpenJobRequest): ImportJob {
+    fs.mkdirSync(dir);
+    claimOwner(dir);
+    const runDir = req.tmpDir !== undefined ? path.join(path.resolve(req.tmpDir), `ingest-job-${jobId}`) : path.join(dir, 'runs');
+    fs.rmSync(runDir, { recursive: true, force: true });
+    fs.mkdirSync(runDir, { recursive: true });
+    const now = new Date().toISOString();
+    const state: JobState = {
+      format: STATE_FORMAT,
+      jobId,
+      target: { kind: req.kind, dir: path.resolve(req.targetDir), identity: targetIdentity(req.targetDir) },
+      inputs: req.inputs,
+      options: req.options,
+      token: `job-${jobId}-${randomBytes(3).toString('hex')}`,
+      runDir,
+      startedAt: now,
+      updatedAt: now,
+      attempts: 1,
+      phase: 'parse',
+      parse: { taskBytes: null, done: [], inFlight: [] },
+      outcome: null,
+      runs: null,
+      merge: { files: [], rowsWritten: 0, duplicateCount: 0, duplicates: [] },
+      progress: { inputBytes: req.inputs.reduce((a, i) => a + i.sizeBytes, 0), parsedBytes: 0, rowsParsed: 0, rowsMerged: 0 },
+    };
+    const job = new ImportJob(dir, state, false);
+    job.writeState();
+    syncDir(req.targetDir);
+    return job;
+  }
+
+  /** Applies `change` to the state and writes it durably before returning. */
+  checkpoint(change: (state: JobState) => void): void {
+    if (!this.owned) throw new Error('checkpoint of a job this process no longer owns');
+    change(this.stateValue);
+    this.stateValue.updatedAt = new Date().toISOString();
+    this.writeState();
+    crashPoint('job.checkpoint');
+  }
+
+  /** The job is over: removes its directory and its runs. */
+  finish(): void {
+    removeJobDir(this.dir, this.stateValue);
+    this.owned = false;
+  }
+
+  /** Keeps the job for a resume and gives up ownership (the OWNER file goes). */
+  release(): void {
+    if (!this.owned) return;
+    fs.rmSync(path.join(this.dir, OWNER_FILE), { force: true });
+    this.owned = false;
+  }
+
+  private writeState(): void {
+    const text = Buffer.from(`${JSON.stringify(this.stateValue)}\n`);
+    replaceFileDurably(path.join(this.dir, STATE_FILE), path.join(this.dir, `${STATE_FILE}.tmp`), text, this.dir);
+  }
+}
+
+function readState(dir: string): JobState | null {
+  try {
+    const file = path.join(dir, STATE_FILE);
+    if (fs.statSync(file).size > MAX_STATE_BYTES) return null;
+    const state = JSON.parse(fs.readFileSync(file, 'utf8')) as JobState;
+    return state.format === STATE_FORMAT ? state : null;
+  } catch {
+    // No state yet (killed while creating the job), or not ours: nothing to resume.
+    return null;
+  }
+}
+
+function refuseChanged(dir: string, found: JobState, req: OpenJobRequest): void {
+  const change =
+    describeInputChange(found.inputs, req.inputs) ??
+    describeOptionChange(found.options, req.options) ??
+    (!sameTarget(found.target.identity, targetIdentity(req.targetDir))
+      ? `the ${req.kind === 'db' ? 'database' : 'directory'} at ${req.targetDir} is not the one the import started on`
+      : null);
+  if (change === null) return;
+  throw new IngestError(
+    'USAGE',
+    `cannot resume the interrupted import in ${dir}: ${change}. ` +
+      `Rerun with --no-resume to start over, or discard it with: ingest pending ${found.target.dir} --discard ${found.jobId}`,
+  );
+}
+
+/** Makes this process the job's owner; a job a live process runs is refused. */
+function claimOwner(dir: string): void {
+  const owner = path.join(dir, OWNER_FILE);
+  const holder = readOwner(owner);
+  if (holder !== null && holder.pid !== process.pid && processIsAlive(holder.pid, holder.startTime)) {
+    throw new IngestError('BUSY', `the import in ${dir} is running (pid ${holder.pid}); wait for it, or stop it first`);
+  }
+  fs.writeFileSync(owner, `${process.pid} ${ownStartTime}\n`);
+}
+
+function readOwner(file: string): { pid: number; startTime: string } | null {
+  try {
+    const m = /^(\d+) (\S+)\n$/.exec(fs.readFileSync(file, 'latin1'));
+    return m === null ? null : { pid: Number(m[1]), startTime: m[2] };
+  } catch {
+    return null;
+  }
+}
+
+function removeJobDir(dir: string, state: JobState | null): void {
+  if (state !== null && !state.runDir.startsWith(dir)) fs.rmSync(state.runDir, { recursive: true, force: true });
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** The pending jobs in `targetDir` (a database or an output directory), oldest first. */
+export function listPendingJobs(targetDir: string): PendingJob[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(targetDir).filter((n) => n.startsWith(JOB_DIR_PREFIX));
+  } catch (e) {
+    throw new IngestError('USAGE', `cannot read ${targetDir}: ${(e as Error).message}`, { cause: e });
+  }
+  const jobs: PendingJob[] = [];
+  for (const name of names) {
+    const dir = path.join(targetDir, name);
+    const state = readState(dir);
+    if (state === null) continue;
+    const owner = readOwner(path.join(dir, OWNER_FILE));
+    jobs.push({
+      jobId: state.jobId,
+      dir,
+      phase: state.phase,
+      running: owner !== null && processIsAlive(owner.pid, owner.startTime),
+      inputs: state.inputs.map((i) => i.name),
+      startedAt: state.startedAt,
+      updatedAt: state.updatedAt,
+      attempts: state.attempts,
+      progress: state.progress,
+      parseRangesDone: state.parse.done.length,
+      sstsDone: state.merge.files.length,
+      scratchBytes: treeBytes(dir) + (state.runDir.startsWith(dir) ? 0 : treeBytes(state.runDir)),
+    });
+  }
+  return jobs.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+/** Removes a pending job (`ingest pending DIR --discard ID`); a running one is refused. */
+export function discardJob(targetDir: string, jobId: string): PendingJob {
+  const job = listPendingJobs(targetDir).find((j) => j.jobId === jobId);
+  if (job === undefined)
+    throw new IngestError('USAGE', `no pending import ${jobId} in ${targetDir} (ingest pending ${targetDir} lists them)`);
+  if (job.running) throw new IngestError('BUSY', `the import ${jobId} in ${targetDir} is running; stop it first`);
+  removeJobDir(job.dir, readState(job.dir));
+  return job;
+}
+
+function treeBytes(dir: string): number {
+  let total = 0;
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) total += treeBytes(p);
+    else if (e.isFile()) total += fs.statSync(p).size;
+  }
+  return total;
+}

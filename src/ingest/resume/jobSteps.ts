@@ -1,0 +1,266 @@
+/**
+ * The import's steps as a resumable job sees them: what each phase records in the job's
+ * checkpoint (importJob.ts) and how the next attempt takes it up again. The importer
+ * (src/ingest/importer.ts) calls these; without a job it runs as it always did.
+ *
+ * What is checkpointed, and what a kill costs (the bound the crash-resume test measures):
+ * - parse, on workers: each byte range once its runs are fsynced. A kill redoes the ranges in
+ *   flight: at most one range (about one sorted run's worth of input) per parse thread.
+ *   In-process (stdin is never resumable; small inputs, .gz, csv-parse dialects): the whole
+ *   parse, once it is over, so a kill during it redoes it.
+ * - fan-in merges of too many runs: each merged run, before its inputs are deleted.
+ * - merge (one thread): each SST once it and its origins file are fsynced, with the counts up
+ *   to its last key; the next attempt merges from the key after it. A kill redoes at most the
+ *   file being written: one SST's worth. With --merge-threads 2 or a merge on a worker thread,
+ *   the merge is checkpointed only once it is over.
+ * - merged: every file; the publish renames are idempotent. Then (database imports) ingesting,
+ *   whose commit is detected on resume by the ingested files' inodes (importIntoDb.ts).
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { syncDir } from '../../engine/durableFs';
+import { IngestError } from '../../util/errors';
+import { FIRST_ENTRY_OFFSET, RunInfo } from '../sort/runFile';
+import { DuplicatePair, MergeCheckpoint, MergeRange, MergeResult } from '../sort/mergeToSsts';
+import { WrittenFile, tempPrefix } from '../sort/sstSetWriter';
+import { ParseResume } from '../parse/parallelParse';
+import { ParseOutcome } from '../parse/parseTypes';
+import { ImportJob, JobDuplicate, JobFile } from './importJob';
+
+/** What a resumed attempt took over and what it had to redo; null in the summary without a job. */
+export interface ImportResumeSummary {
+  jobId: string;
+  /** This attempt continued an earlier one. */
+  resumed: boolean;
+  attempt: number;
+  /** The phase the earlier attempt had reached (null on a first attempt). */
+  resumedFromPhase: string | null;
+  parseRangesReused: number;
+  /** Input bytes of the ranges the earlier attempt had started and not finished (an upper bound of the parse redone). */
+  parseBytesRedone: number;
+  sstsReused: number;
+  /** Bytes of SSTs the earlier attempt had started and not finished, deleted and written again. */
+  mergeBytesRedone: number;
+  /** (Database imports) the earlier attempt's ingestion had committed; nothing was ingested again. */
+  ingestionFoundCommitted: boolean;
+}
+
+export function startResumeSummary(job: ImportJob): ImportResumeSummary {
+  const s = job.state;
+  return {
+    jobId: s.jobId,
+    resumed: job.resumed,
+    attempt: s.attempts,
+    resumedFromPhase: job.resumed ? s.phase : null,
+    parseRangesReused: s.outcome !== null ? 0 : s.parse.done.length,
+    parseBytesRedone: s.parse.inFlight.reduce((a, r) => a + (r.stopAtOffset - r.startOffset), 0),
+    sstsReused: s.merge.files.length,
+    mergeBytesRedone: 0,
+    ingestionFoundCommitted: false,
+  };
+}
+
+export function fsyncFile(file: string): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    throw new IngestError('IO', `cannot open ${file} to sync it: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    fs.fsyncSync(fd);
+  } catch (e) {
+    throw new IngestError('IO', `fsync of ${file} failed: ${(e as Error).message}`, { cause: e });
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The parse's hooks: finished ranges durable and recorded, started ones noted. */
+export function parseResumeOf(job: ImportJob, keepsRunsAfter: (e: unknown) => boolean): ParseResume {
+  const s = job.state;
+  return {
+    taskBytes: s.parse.taskBytes,
+    done: new Map(s.parse.done.map((r) => [r.taskId, r])),
+    onPlanned: (taskBytes) => {
+      if (s.parse.taskBytes !== taskBytes) job.checkpoint((st) => void (st.parse.taskBytes = taskBytes));
+    },
+    onStarted: (t) =>
+      job.checkpoint((st) => {
+        st.parse.inFlight = st.parse.inFlight.filter((r) => r.taskId !== t.taskId);
+        st.parse.inFlight.push({ taskId: t.taskId, file: t.file, startOffset: t.startOffset, stopAtOffset: t.stopAtOffset });
+      }),
+    onFinished: (r) => {
+      for (const run of r.runs) fsyncFile(run.path);
+      if (r.runs.length > 0) syncDir(path.dirname(r.runs[0].path));
+      job.checkpoint((st) => {
+        st.parse.inFlight = st.parse.inFlight.filter((x) => x.taskId !== r.taskId);
+        st.parse.done = [...st.parse.done.filter((x) => x.taskId !== r.taskId), r];
+        st.progress.parsedBytes = st.parse.done.reduce((a, x) => a + (x.endOffset - x.startOffset), 0);
+        st.progress.rowsParsed = st.parse.done.reduce((a, x) => a + x.rows, 0);
+      });
+    },
+    keepsRunsAfter,
+  };
+}
+
+/** The parse outcome as the job keeps it (the runs are kept apart, since fan-in merges change them). */
+interface StoredOutcome extends Omit<ParseOutcome, 'runs'> {
+  threads: number;
+}
+
+/** Records the parse as over: its runs durable, its outcome kept, the phase now merge. */
+export function recordParseOutcome(job: ImportJob, outcome: ParseOutcome, threads: number): void {
+  for (const run of outcome.runs) fsyncFile(run.path);
+  syncDir(job.state.runDir);
+  const { runs, ...rest } = outcome;
+  const stored: StoredOutcome = { ...rest, threads };
+  job.checkpoint((st) => {
+    st.phase = 'merge';
+    st.outcome = stored;
+    st.runs = runs;
+    st.parse.inFlight = [];
+    st.progress.parsedBytes = outcome.inputBytes;
+    st.progress.rowsParsed = outcome.rowsRead;
+  });
+}
+
+/** The outcome an earlier attempt's parse left, or null when its parse did not finish. */
+export function storedOutcome(job: ImportJob): { outcome: ParseOutcome; threads: number } | null {
+  const s = job.state;
+  if (s.outcome === null || s.runs === null) return null;
+  const { threads, ...rest } = s.outcome as StoredOutcome;
+  return { outcome: { ...rest, runs: s.runs }, threads };
+}
+
+/** A fan-in merge replaced `merged` runs by `into`: durable first, then recorded, then the inputs go. */
+export function recordFanInMerge(job: ImportJob, merged: readonly RunInfo[], into: RunInfo, remaining: readonly RunInfo[]): void {
+  fsyncFile(into.path);
+  syncDir(path.dirname(into.path));
+  job.checkpoint((st) => void (st.runs = [into, ...remaining]));
+  for (const r of merged) fs.rmSync(r.path, { force: true });
+}
+
+export function jobFileOf(f: WrittenFile): JobFile {
+  return {
+    tempPath: f.tempPath,
+    originsTempPath: f.originsTempPath,
+    fileSizeBytes: f.fileSizeBytes,
+    entries: f.entries,
+    smallestKeyHex: Buffer.from(f.smallestUserKey).toString('hex'),
+    largestKeyHex: Buffer.from(f.largestUserKey).toString('hex'),
+  };
+}
+
+export function writtenFileOf(f: JobFile): WrittenFile {
+  return {
+    tempPath: f.tempPath,
+    originsTempPath: f.originsTempPath,
+    fileSizeBytes: f.fileSizeBytes,
+    entries: f.entries,
+    smallestUserKey: Buffer.from(f.smallestKeyHex, 'hex'),
+    largestUserKey: Buffer.from(f.largestKeyHex, 'hex'),
+  };
+}
+
+function jobDuplicateOf(d: DuplicatePair): JobDuplicate {
+  return { keyHex: d.key.toString('hex'), first: d.first, duplicate: d.duplicate };
+}
+
+export function mergeCheckpointOf(job: ImportJob): MergeCheckpoint {
+  const m = job.state.merge;
+  return {
+    rowsWritten: m.rowsWritten,
+    duplicateCount: m.duplicateCount,
+    duplicates: m.duplicates.map((d) => ({ key: Buffer.from(d.keyHex, 'hex'), first: d.first, duplicate: d.duplicate })),
+  };
+}
+
+/** Records one SST the merge finished (fsynced by its writer), with the counts up to its last key. */
+export function recordSstFinished(job: ImportJob, outputDir: string, file: WrittenFile, upToHere: MergeCheckpoint): void {
+  syncDir(outputDir);
+  job.checkpoint((st) => {
+    st.merge.files.push(jobFileOf(file));
+    st.merge.rowsWritten = upToHere.rowsWritten;
+    st.merge.duplicateCount = upToHere.duplicateCount;
+    st.merge.duplicates = upToHere.duplicates.map(jobDuplicateOf);
+    st.progress.rowsMerged = upToHere.rowsWritten + upToHere.duplicateCount;
+  });
+}
+
+/** Records the merge as over, with every file; the runs are not needed any more and go. */
+export function recordMerged(job: ImportJob, outputDir: string, files: readonly WrittenFile[], merge: MergeResult): void {
+  syncDir(outputDir);
+  job.checkpoint((st) => {
+    st.phase = 'merged';
+    st.merge = {
+      files: files.map(jobFileOf),
+      rowsWritten: merge.rowsWritten,
+      duplicateCount: merge.duplicateCount,
+      duplicates: merge.duplicates.map(jobDuplicateOf),
+    };
+    st.progress.rowsMerged = merge.rowsMerged;
+  });
+  for (const r of job.state.runs ?? []) fs.rmSync(r.path, { force: true });
+}
+
+/**
+ * Where the merge of a resumed job starts: after the last key of the files already finished
+ * (null low bound when none are), each run's reader at its last sample below that key. Never
+ * deletes runs as it reads them (a range is given), since a later resume may need them again.
+ */
+export function resumedMergeRange(runs: readonly RunInfo[], finished: readonly JobFile[]): MergeRange {
+  if (finished.length === 0) return { low: null, high: null, startOffsets: runs.map(() => FIRST_ENTRY_OFFSET) };
+  // The successor of the last key written: nothing sorts between k and k ‖ 0x00.
+  const low = Buffer.concat([Buffer.from(finished[finished.length - 1].largestKeyHex, 'hex'), Buffer.of(0)]);
+  return { low, high: null, startOffsets: runs.map((r) => startOffsetBelow(r, low)) };
+}
+
+function startOffsetBelow(run: RunInfo, low: Buffer): number {
+  let offset = FIRST_ENTRY_OFFSET;
+  for (const s of run.samples) {
+    if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
+    offset = s.offset;
+  }
+  return offset;
+}
+
+/**
+ * Deletes the temporary files an earlier attempt left in `dir` that the job does not list (the
+ * SST it was writing when it was killed, and that file's origins); returns their bytes: the
+ * merge work this attempt redoes.
+ */
+export function removeUnfinishedTempFiles(dir: string, job: ImportJob): number {
+  const keep = new Set<string>();
+  for (const f of job.state.merge.files) {
+    keep.add(path.basename(f.tempPath));
+    if (f.originsTempPath !== null) keep.add(path.basename(f.originsTempPath));
+  }
+  const prefix = tempPrefix(job.state.token);
+  let bytes = 0;
+  for (const name of fs.readdirSync(dir)) {
+    if (!name.startsWith(prefix) || keep.has(name)) continue;
+    const p = path.join(dir, name);
+    if (name.endsWith('.sst')) bytes += fs.statSync(p).size;
+    fs.rmSync(p, { force: true });
+  }
+  return bytes;
+}
+
+/** Run files in the job's run directory that no checkpoint names (a killed range's or fan-in merge's): deleted. */
+export function removeUnrecordedRuns(job: ImportJob): void {
+  const s = job.state;
+  const named = new Set<string>();
+  for (const r of s.runs ?? s.parse.done.flatMap((d) => d.runs)) named.add(path.resolve(r.path));
+  let names: string[];
+  try {
+    names = fs.readdirSync(s.runDir);
+  } catch {
+    fs.mkdirSync(s.runDir, { recursive: true });
+    return;
+  }
+  for (const n of names) {
+    const p = path.resolve(s.runDir, n);
+    if (!named.has(p)) fs.rmSync(p, { recursive: true, force: true });
+  }
+}
