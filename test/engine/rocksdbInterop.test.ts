@@ -13,12 +13,13 @@
  * RocksDB databases are driven with LZ4 (`--compression_type=lz4`): Snappy, RocksDB's default, is
  * issue 17's part 1.
  */
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Engine } from '../../src/engine/engine';
 import { IngestError } from '../../src/util/errors';
-import { LdbDatabase, dbBench, dbBenchPath, describeIfRocksdb, toHex } from '../support/rocksdbTools';
+import { LdbDatabase, dbBench, dbBenchPath, describeIfRocksdb, ldbWriteExternSst, toHex } from '../support/rocksdbTools';
 import { runCli } from '../support/cli';
 import { runTsChildAndKill } from '../support/killChild';
 import { REPO_ROOT } from '../support/paths';
@@ -169,6 +170,55 @@ describeIfRocksdb('RocksDB database directories, both ways', () => {
     const afterRocks = ldbScanOfCopy(dir);
     expect(await engineScan(dir)).toEqual(afterRocks);
     expect(afterRocks.some(([k]) => k === hex('from-rocksdb'))).toBe(true);
+  });
+
+  test('a file RocksDB ingested with its global seqno written into the properties reads at that seqno', async () => {
+    const dir = path.join(tmp, 'rocks-ingested');
+    const ldb = LdbDatabase.create(dir, Buffer.from('a'), Buffer.from('old'));
+    ldb.command(['--create_if_missing', 'put', 'c', 'kept']);
+    const ext = path.join(tmp, 'ext.sst');
+    ldbWriteExternSst(
+      ext,
+      [
+        [Buffer.from('a'), Buffer.from('new')],
+        [Buffer.from('b'), Buffer.from('2')],
+      ],
+      { compression: 'lz4', bloomBits: 10 },
+      tmp,
+    );
+    ldb.command(['ingest_extern_sst', ext, '--allow_global_seqno', '--write_global_seqno']);
+    const want: Pairs = [
+      ['a', 'new'],
+      ['b', '2'],
+      ['c', 'kept'],
+    ].map(([k, v]) => [hex(k), hex(v)]);
+    expect(ldbScanOfCopy(dir)).toEqual(want);
+    expect(await engineScan(dir)).toEqual(want);
+    const e = await Engine.open(dir);
+    await e.compactRange();
+    await e.close();
+    expect(ldbScan(ldb)).toEqual(want);
+    ldb.checkConsistency();
+  });
+
+  benchTest('a directory RocksDB has open (its fcntl lock on LOCK) is refused as locked, naming the pid', async () => {
+    const dir = path.join(tmp, 'busy');
+    const bench = spawn(dbBenchPath as string, [`--db=${dir}`, ...LZ4, '--benchmarks=fillrandom', '--num=100000000', '--threads=1'], {
+      stdio: 'ignore',
+    });
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!fs.readFileSync('/proc/locks', 'latin1').includes(` ${bench.pid} `) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await expect(Engine.open(dir)).rejects.toMatchObject({ code: 'DB_LOCKED', pid: bench.pid });
+    } finally {
+      if (bench.exitCode === null && bench.signalCode === null) {
+        const exited = new Promise((resolve) => bench.once('exit', resolve));
+        bench.kill('SIGKILL');
+        await exited;
+      }
+    }
   });
 
   async function engineScanOfCopy(dir: string): Promise<Pairs> {
