@@ -10,8 +10,8 @@
  *   our engine again with RocksDB's contents;
  * - every feature we cannot honour is refused at open with NOT_SUPPORTED naming it, and the
  *   directory is left byte for byte as it was.
- * RocksDB databases are driven with LZ4 (`--compression_type=lz4`): Snappy, RocksDB's default, is
- * issue 17's part 1.
+ * db_bench databases are made with LZ4, Snappy (RocksDB's default) and ZSTD; RocksDB writing into our
+ * directory does so with its default options (Snappy).
  */
 import { spawn } from 'child_process';
 import * as fs from 'fs';
@@ -69,12 +69,13 @@ const hex = (s: string): string => Buffer.from(s).toString('hex');
 const benchTest = dbBenchPath !== null ? test : test.skip;
 
 /** db_bench fillrandom with compactions (L1, L2), overwrite without (L0), then ldb deletions; the last stays in the WAL. */
-function makeRocksdbDatabase(dir: string): LdbDatabase {
-  const common = [`--db=${dir}`, ...LZ4, '--key_size=16', '--value_size=48', '--threads=1', '--seed=17'];
+function makeRocksdbDatabase(dir: string, compression: string): LdbDatabase {
+  const codec = [`--compression_type=${compression}`];
+  const common = [`--db=${dir}`, ...codec, '--key_size=16', '--value_size=48', '--threads=1', '--seed=17'];
   const small = ['--write_buffer_size=32768', '--target_file_size_base=32768', '--max_bytes_for_level_base=65536'];
   dbBench([...common, ...small, '--benchmarks=fillrandom', '--num=4000', '--level0_file_num_compaction_trigger=2']);
   dbBench([...common, ...small, '--benchmarks=overwrite', '--num=600', '--use_existing_db=1', '--disable_auto_compactions=1']);
-  const ldb = new LdbDatabase(dir, LZ4);
+  const ldb = new LdbDatabase(dir, codec);
   const keys = ldb.scan().map(([k]) => k);
   ldb.delete(keys[5]);
   ldb.deleteRange(keys[100], keys[160]);
@@ -85,51 +86,53 @@ function makeRocksdbDatabase(dir: string): LdbDatabase {
 }
 
 describeIfRocksdb('RocksDB database directories, both ways', () => {
-  benchTest('a database db_bench and ldb made opens here; check, plan and import land; RocksDB agrees', async () => {
-    const dir = path.join(tmp, 'rocks');
-    const ldb = makeRocksdbDatabase(dir);
-    const levels = new Set(ldb.manifestFiles().map((f) => f.level));
-    expect(levels.size).toBeGreaterThanOrEqual(2);
-    const wals = fs.readdirSync(dir).filter((n) => n.endsWith('.log'));
-    expect(wals.some((n) => fs.statSync(path.join(dir, n)).size > 0)).toBe(true);
+  for (const compression of ['lz4', 'snappy', 'zstd']) {
+    benchTest(`a ${compression} database db_bench and ldb made opens here; check, plan and import land; RocksDB agrees`, async () => {
+      const dir = path.join(tmp, 'rocks');
+      const ldb = makeRocksdbDatabase(dir, compression);
+      const levels = new Set(ldb.manifestFiles().map((f) => f.level));
+      expect(levels.size).toBeGreaterThanOrEqual(2);
+      const wals = fs.readdirSync(dir).filter((n) => n.endsWith('.log'));
+      expect(wals.some((n) => fs.statSync(path.join(dir, n)).size > 0)).toBe(true);
 
-    const expected = ldbScanOfCopy(dir);
-    expect(expected.length).toBeGreaterThan(2000); // fillrandom repeats keys: ~63% distinct
-    expect(await engineScan(dir)).toEqual(expected);
+      const expected = ldbScanOfCopy(dir);
+      expect(expected.length).toBeGreaterThan(2000); // fillrandom repeats keys: ~63% distinct
+      expect(await engineScan(dir)).toEqual(expected);
 
-    // The CLI on it: check finds the conflicting rows, plan links nothing, import overwrites.
-    const csv = path.join(tmp, 'rows.csv');
-    const rows = [...Array.from({ length: 20 }, (_, i) => [`rk${String(i * 2).padStart(3, '0')}`, `imported${i}`]), ['zz-new', 'fresh']];
-    fs.writeFileSync(csv, rows.map(([k, v]) => `${k},${v}\n`).join(''));
-    const check = await runCli('check', csv, '--db', dir, '--key', '1', '--json');
-    expect(check.code).toBe(3);
-    expect(JSON.parse(check.stdout).check.conflicts).toBeGreaterThan(0);
-    expect((await runCli('plan', csv, '--db', dir, '--key', '1', '--on-conflict', 'overwrite', '--json')).code).toBe(0);
-    const imp = await runCli('import', csv, '--db', dir, '--key', '1', '--on-conflict', 'overwrite', '--json');
-    expect(imp.code).toBe(0);
-    const files = (JSON.parse(imp.stdout) as { ingest: { files: Array<{ fileNumber: number; globalSeqno: number }> } }).ingest.files;
-    expect(files.length).toBeGreaterThan(0);
+      // The CLI on it: check finds the conflicting rows, plan links nothing, import overwrites.
+      const csv = path.join(tmp, 'rows.csv');
+      const rows = [...Array.from({ length: 20 }, (_, i) => [`rk${String(i * 2).padStart(3, '0')}`, `imported${i}`]), ['zz-new', 'fresh']];
+      fs.writeFileSync(csv, rows.map(([k, v]) => `${k},${v}\n`).join(''));
+      const check = await runCli('check', csv, '--db', dir, '--key', '1', '--json');
+      expect(check.code).toBe(3);
+      expect(JSON.parse(check.stdout).check.conflicts).toBeGreaterThan(0);
+      expect((await runCli('plan', csv, '--db', dir, '--key', '1', '--on-conflict', 'overwrite', '--json')).code).toBe(0);
+      const imp = await runCli('import', csv, '--db', dir, '--key', '1', '--on-conflict', 'overwrite', '--json');
+      expect(imp.code).toBe(0);
+      const files = (JSON.parse(imp.stdout) as { ingest: { files: Array<{ fileNumber: number; globalSeqno: number }> } }).ingest.files;
+      expect(files.length).toBeGreaterThan(0);
 
-    const merged = new Map(expected);
-    for (const [k, v] of rows) merged.set(hex(k), hex(v));
-    const want = [...merged.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    expect(ldbScan(ldb)).toEqual(want);
-    expect(ldb.get(Buffer.from('rk004'))?.toString()).toBe('imported2');
-    expect(ldb.get(Buffer.from('rk011'))).toBeNull(); // under the WAL's range deletion, not imported
-    ldb.checkConsistency();
-    const live = new Set(ldb.manifestFiles().map((f) => f.fileNumber));
-    for (const f of files) expect(live.has(f.fileNumber)).toBe(true);
-    expect(await engineScan(dir)).toEqual(want);
+      const merged = new Map(expected);
+      for (const [k, v] of rows) merged.set(hex(k), hex(v));
+      const want = [...merged.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      expect(ldbScan(ldb)).toEqual(want);
+      expect(ldb.get(Buffer.from('rk004'))?.toString()).toBe('imported2');
+      expect(ldb.get(Buffer.from('rk011'))).toBeNull(); // under the WAL's range deletion, not imported
+      ldb.checkConsistency();
+      const live = new Set(ldb.manifestFiles().map((f) => f.fileNumber));
+      for (const f of files) expect(live.has(f.fileNumber)).toBe(true);
+      expect(await engineScan(dir)).toEqual(want);
 
-    // The engine commands on it.
-    expect((await runCli('put', '--db', dir, 'cli-key', 'cli-value')).code).toBe(0);
-    expect((await runCli('compact', '--db', dir)).code).toBe(0);
-    const got = await runCli('get', '--db', dir, 'cli-key');
-    expect(got.stdout.trim()).toBe('cli-value');
-    expect((await runCli('stats', '--db', dir, '--json')).code).toBe(0);
-    expect(ldb.get(Buffer.from('cli-key'))?.toString()).toBe('cli-value');
-    ldb.checkConsistency();
-  });
+      // The engine commands on it.
+      expect((await runCli('put', '--db', dir, 'cli-key', 'cli-value')).code).toBe(0);
+      expect((await runCli('compact', '--db', dir)).code).toBe(0);
+      const got = await runCli('get', '--db', dir, 'cli-key');
+      expect(got.stdout.trim()).toBe('cli-value');
+      expect((await runCli('stats', '--db', dir, '--json')).code).toBe(0);
+      expect(ldb.get(Buffer.from('cli-key'))?.toString()).toBe('cli-value');
+      ldb.checkConsistency();
+    });
+  }
 
   test('a database our engine made, ended by SIGKILL, opens in RocksDB, which writes and compacts it', async () => {
     const dir = path.join(tmp, 'ours');
@@ -155,7 +158,7 @@ describeIfRocksdb('RocksDB database directories, both ways', () => {
     const acked = await runTsChildAndKill(REPO_ROOT, 'test/support/crashWriter.ts', [dir, '0'], 300, true);
     expect(acked.length).toBeGreaterThan(0);
 
-    const ldb = new LdbDatabase(dir, LZ4);
+    const ldb = new LdbDatabase(dir); // RocksDB's defaults: its flushes and compaction write Snappy
     const ours = await engineScanOfCopy(dir);
     expect(ldbScan(ldb)).toEqual(ours);
     // Every acknowledged batch is there; the one in flight at the kill may be too.
@@ -252,6 +255,11 @@ describeIfRocksdb('RocksDB database directories, both ways', () => {
 
   const benchRefusals: Array<[string, string[], RegExp]> = [
     ['a merge operator with merge operands', ['--benchmarks=mergerandom', '--merge_operator=uint64add'], /merge operand/],
+    [
+      'merge operands in SSTs',
+      ['--benchmarks=mergerandom', '--merge_operator=uint64add', '--num=3000'],
+      /merge operator UInt64AddOperator with merge operands in the data/,
+    ],
     ['blob files', ['--benchmarks=fillrandom', '--enable_blob_files=true', '--min_blob_size=0'], /blob files/],
     ['user-defined timestamps', ['--benchmarks=fillrandom', '--user_timestamp_size=8'], /user-defined timestamps/],
     ['universal compaction', ['--benchmarks=fillrandom', '--compaction_style=1'], /compaction_style kCompactionStyleUniversal/],
