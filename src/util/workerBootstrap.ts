@@ -5,7 +5,9 @@
  * the code runs from TypeScript sources through @swc/jest, which does not reach into worker
  * threads; so when the entry is a `.ts` file, the worker first installs a small require hook that
  * compiles each `.ts` module with @swc/core's transformSync (a devDependency, present wherever
- * the sources are run). Production never takes that path.
+ * the sources are run), keeping the output in <tmp>/sst-ingest-swc-cache/ by a hash of path and
+ * contents, as test/support/swc-register.js does, so each test's workers compile a module once.
+ * Production never takes that path.
  *
  * Niceness: with `niceness` > 0 the worker lowers its own thread's CPU priority (Linux
  * setpriority on the thread id from /proc/thread-self) before it loads its module, so a process
@@ -45,15 +47,36 @@ if (workerData.__niceness > 0) {
 }
 if (entry.endsWith('.ts')) {
   const fs = require('fs');
+  const path = require('path');
+  const crypto = require('crypto');
+  const cacheDir = path.join(require('os').tmpdir(), 'sst-ingest-swc-cache');
   const swc = require(workerData.__swc);
   require.extensions['.ts'] = function (module, filename) {
-    const out = swc.transformSync(fs.readFileSync(filename, 'utf8'), {
-      filename,
-      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
-      module: { type: 'commonjs' },
-      sourceMaps: 'inline',
-    });
-    module._compile(out.code, filename);
+    const source = fs.readFileSync(filename, 'utf8');
+    const cached = path.join(cacheDir, crypto.createHash('sha1').update(filename).update('\\0').update(source).digest('hex') + '.js');
+    let code = null;
+    try {
+      code = fs.readFileSync(cached, 'utf8');
+    } catch (e) {
+      // Not compiled yet.
+    }
+    if (code === null) {
+      code = swc.transformSync(source, {
+        filename,
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'commonjs' },
+        sourceMaps: 'inline',
+      }).code;
+      try {
+        fs.mkdirSync(cacheDir, { recursive: true });
+        const temp = cached + '.' + process.pid + '.' + Math.random().toString(16).slice(2) + '.tmp';
+        fs.writeFileSync(temp, code);
+        fs.renameSync(temp, cached);
+      } catch (e) {
+        // No cache: compile again next time.
+      }
+    }
+    module._compile(code, filename);
   };
 }
 require(entry);

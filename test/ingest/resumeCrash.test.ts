@@ -1,0 +1,230 @@
+/**
+ * Crash-resume (issue 15): `ingest import` SIGKILLed at 32 points landing in every phase (parse,
+ * run spill, merge, check, ingest, and at random times), then run again with the same command.
+ * Every resumed run must end with exactly the entries of an uninterrupted run (the database's
+ * scan, or the output files' entries), and the work it redid must stay within the bound
+ * src/ingest/resume/jobSteps.ts states: at most one parse range per parse thread, at most one
+ * SST's worth of merge. The bound is checked two ways: against the checkpoint the kill left
+ * (read here from state.json) and against what the resumed run reports.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { spawn } from 'child_process';
+import { Engine } from '../../src/engine/engine';
+import { REPO_ROOT } from '../support/paths';
+import { readOutputSsts, tempDir } from './support';
+
+jest.setTimeout(240_000);
+
+const PARSE_THREADS = 2;
+const ROWS = 36_000;
+const TARGET_FILE_SIZE_BYTES = 128 << 10;
+/** A range's records may run past its nominal end by one record; rows here are under 200 bytes. */
+const RANGE_SLACK_BYTES = 64 << 10;
+/** An SST may pass its target by one data block and its index and filter. */
+const SST_SLACK_BYTES = 64 << 10;
+
+interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runCli(args: string[], env: Record<string, string>, killAfterMs?: number): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['-r', path.join(REPO_ROOT, 'test/support/swc-register.js'), path.join(REPO_ROOT, 'cli/ingest.ts'), ...args],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = killAfterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), killAfterMs) : null;
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (timer !== null) clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** 36,000 rows in shuffled key order, ~2.7 MB: 4 parse ranges, 4 runs and ~22 SSTs at the settings below. */
+function writeInput(file: string): void {
+  let seed = 7;
+  const ids = Array.from({ length: ROWS }, (_, i) => i + 1);
+  for (let i = ids.length - 1; i > 0; i--) {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    const j = seed % (i + 1);
+    [ids[i], ids[j]] = [ids[j], ids[i]];
+  }
+  const lines = ['id,name,amount,note'];
+  for (const id of ids)
+    lines.push(`${id},name-${(id * 7919) % 100003},${(id * 31) % 9973}.${id % 100},note for row ${id} ${'x'.repeat(id % 40)}`);
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
+}
+
+function importArgs(input: string, target: { db: string } | { outputDir: string }): string[] {
+  const where = 'db' in target ? ['--db', target.db] : ['--output-dir', target.outputDir];
+  return [
+    'import',
+    input,
+    '--header',
+    '--key',
+    'id:int64',
+    ...where,
+    '--threads',
+    String(PARSE_THREADS),
+    '--memory-limit',
+    '8MiB',
+    '--target-file-size',
+    `${TARGET_FILE_SIZE_BYTES >> 10}KiB`,
+    '--json',
+    '--quiet',
+  ];
+}
+
+async function dbContents(dir: string): Promise<string[]> {
+  const engine = await Engine.open(dir, { createIfMissing: false });
+  const out: string[] = [];
+  const it = engine.newIterator();
+  try {
+    for (it.first(); it.valid(); it.next()) out.push(`${it.key().toString('hex')}=${it.value().toString('hex')}`);
+  } finally {
+    it.close();
+    await engine.close();
+  }
+  return out;
+}
+
+function outputContents(dir: string): string[] {
+  return readOutputSsts(dir).entries.map((e) => `${e.key.toString('hex')}=${e.value.toString('hex')}`);
+}
+
+interface JobStateOnDisk {
+  phase: string;
+  parse: { taskBytes: number | null; inFlight: { startOffset: number; stopAtOffset: number }[] };
+}
+
+function jobStateIn(dir: string): JobStateOnDisk | null {
+  const job = fs.existsSync(dir) ? fs.readdirSync(dir).find((n) => n.startsWith('.import-job-')) : undefined;
+  if (job === undefined) return null;
+  const file = path.join(dir, job, 'state.json');
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as JobStateOnDisk) : null;
+}
+
+interface Round {
+  /** SST_INGEST_CRASH_AT, or a time after which the child is killed. */
+  crashAt?: string;
+  killAfterMs?: number;
+  target: 'db' | 'output';
+  /** The phase the kill is meant to land in (checked against the job's phase where it is exact). */
+  lands: 'parse' | 'spill' | 'merge' | 'check' | 'ingest' | 'random';
+}
+
+const ROUNDS: Round[] = [
+  // Parse: checkpoints 1..8 are the range plan and each range's start and finish.
+  ...[1, 2, 3, 4, 5, 6].map((n): Round => ({ crashAt: `job.checkpoint:${n}`, target: 'db', lands: 'parse' })),
+  ...[2, 4].map((n): Round => ({ crashAt: `job.checkpoint:${n}`, target: 'output', lands: 'parse' })),
+  // A run file written and closed, its range not yet recorded (in a worker thread).
+  ...[1, 1].map((n): Round => ({ crashAt: `run.spilled:${n}`, target: 'db', lands: 'spill' })),
+  { crashAt: 'run.spilled:1', target: 'output', lands: 'spill' },
+  // Merge: an SST finished, not yet recorded; and just after SSTs were recorded.
+  ...[1, 4, 9, 15, 20].map((n): Round => ({ crashAt: `sst.finished:${n}`, target: 'db', lands: 'merge' })),
+  ...[3, 12].map((n): Round => ({ crashAt: `sst.finished:${n}`, target: 'output', lands: 'merge' })),
+  ...[12, 18, 24].map((n): Round => ({ crashAt: `job.checkpoint:${n}`, target: 'db', lands: 'merge' })),
+  // Check: the scan and the policy done, nothing ingested; ingest: committed, job not yet removed.
+  { crashAt: 'check.decided:1', target: 'db', lands: 'check' },
+  { crashAt: 'check.decided:1', target: 'db', lands: 'check' },
+  { crashAt: 'import.afterIngest:1', target: 'db', lands: 'ingest' },
+  { crashAt: 'import.afterIngest:1', target: 'db', lands: 'ingest' },
+  // Anywhere: SIGKILL from outside after a pseudo-random delay.
+  ...[300, 500, 700, 900, 1100].map((ms): Round => ({ killAfterMs: ms, target: 'db', lands: 'random' })),
+  { killAfterMs: 800, target: 'output', lands: 'random' },
+];
+
+interface ResumeSummary {
+  resumed: boolean;
+  parseBytesRedone: number;
+  mergeBytesRedone: number;
+  ingestionFoundCommitted: boolean;
+}
+
+let input = '';
+let root = '';
+const baseline: Record<'db' | 'output', string[]> = { db: [], output: [] };
+
+beforeAll(async () => {
+  root = tempDir('resume-crash-');
+  input = path.join(root, 'input.csv');
+  writeInput(input);
+  const db = path.join(root, 'baseline-db');
+  const out = path.join(root, 'baseline-out');
+  for (const [args, label] of [
+    [importArgs(input, { db }), 'db'],
+    [importArgs(input, { outputDir: out }), 'output'],
+  ] as const) {
+    const r = await runCli([...args], {});
+    expect({ label, code: r.code, stderr: r.stderr }).toEqual({ label, code: 0, stderr: '' });
+  }
+  baseline.db = await dbContents(db);
+  baseline.output = outputContents(out);
+  expect(baseline.db.length).toBe(ROWS);
+  expect(baseline.output).toEqual(baseline.db);
+});
+
+test(`${ROUNDS.length} SIGKILLs in every phase, each resumed to the uninterrupted result within the redo bound`, async () => {
+  expect(ROUNDS.length).toBeGreaterThanOrEqual(30);
+  const landed: Record<string, number> = {};
+  let maxParseRedone = 0;
+  let maxMergeRedone = 0;
+  for (const [i, round] of ROUNDS.entries()) {
+    const dir = path.join(root, `round-${i}`);
+    const target = round.target === 'db' ? { db: dir } : { outputDir: dir };
+    const args = importArgs(input, target);
+    const env: Record<string, string> = round.crashAt !== undefined ? { SST_INGEST_CRASH_AT: round.crashAt } : {};
+    const killed = await runCli(args, env, round.killAfterMs);
+    const label = `round ${i} (${round.crashAt ?? `${round.killAfterMs} ms`}, ${round.target})`;
+    if (round.crashAt !== undefined) expect({ label, signal: killed.signal }).toEqual({ label, signal: 'SIGKILL' });
+    const state = jobStateIn(dir);
+    if (killed.signal === 'SIGKILL') landed[round.lands] = (landed[round.lands] ?? 0) + 1;
+
+    // What the checkpoint says a resume must redo: the ranges in flight, within the bound.
+    const inFlight = state?.parse.inFlight ?? [];
+    expect({ label, inFlight: inFlight.length <= PARSE_THREADS }).toEqual({ label, inFlight: true });
+    for (const r of inFlight) expect(r.stopAtOffset - r.startOffset).toBeLessThanOrEqual((state?.parse.taskBytes ?? 0) + RANGE_SLACK_BYTES);
+
+    const resumed = await runCli(args, {});
+    expect({ label, code: resumed.code, stderr: resumed.stderr }).toEqual({ label, code: 0, stderr: '' });
+    const doc = JSON.parse(resumed.stdout) as { import?: { resume: ResumeSummary }; resume?: ResumeSummary };
+    const resume = (doc.import?.resume ?? doc.resume) as ResumeSummary;
+    if (state !== null) {
+      expect({ label, resumed: resume.resumed }).toEqual({ label, resumed: true });
+      expect(resume.parseBytesRedone).toBe(inFlight.reduce((a, r) => a + r.stopAtOffset - r.startOffset, 0));
+    }
+    expect(resume.mergeBytesRedone).toBeLessThanOrEqual(TARGET_FILE_SIZE_BYTES + SST_SLACK_BYTES);
+    if (round.lands === 'ingest') expect({ label, committed: resume.ingestionFoundCommitted }).toEqual({ label, committed: true });
+    if (round.lands === 'check') expect({ label, committed: resume.ingestionFoundCommitted }).toEqual({ label, committed: false });
+    maxParseRedone = Math.max(maxParseRedone, resume.parseBytesRedone);
+    maxMergeRedone = Math.max(maxMergeRedone, resume.mergeBytesRedone);
+
+    const contents = round.target === 'db' ? await dbContents(dir) : outputContents(dir);
+    expect({
+      label,
+      same: contents.length === baseline[round.target].length && contents.every((e, k) => e === baseline[round.target][k]),
+    }).toEqual({
+      label,
+      same: true,
+    });
+    expect(jobStateIn(dir)).toBeNull();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  for (const phase of ['parse', 'spill', 'merge', 'check', 'ingest'])
+    expect({ phase, landed: (landed[phase] ?? 0) > 0 }).toEqual({ phase, landed: true });
+  console.log(`resume crash rounds: ${JSON.stringify({ rounds: ROUNDS.length, killed: landed, maxParseRedone, maxMergeRedone })}`);
+});
