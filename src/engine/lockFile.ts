@@ -13,7 +13,8 @@
  * - RocksDB locks an empty LOCK file with fcntl(F_SETLK) and leaves it behind when it closes. An
  *   empty LOCK is therefore RocksDB's: held while /proc/locks lists a lock on its inode (the
  *   holder's pid is reported), else taken over like a stale one; on release an empty LOCK is put
- *   back, so the directory is left as RocksDB expects it. The converse cannot be had without
+ *   back, so the directory is left as RocksDB expects it. A stale LOCK of ours that a RocksDB
+ *   process has since locked (it keeps the content) is held too. The converse cannot be had without
  *   fcntl: RocksDB does not see this engine's LOCK as held, so a RocksDB process must not open a
  *   directory while this engine has it open (docs/rocksdb-compat.md).
  * The LOCK content is written to a temp file and hard-linked into place, so no opener ever sees
@@ -114,14 +115,15 @@ function tryCreateLock(dir: string, lockPath: string, content: string): boolean 
 
 /**
  * The pid holding a POSIX or flock lock on the file with inode `ino`, per /proc/locks; null when
- * none does. Errs towards "held" (pid 0) when /proc/locks cannot be read.
+ * none does. When /proc/locks cannot be read: "held" (pid 0) if `unknownIsHeld`, else null (a
+ * stale LOCK of ours is then taken over on the pid alone, as before /proc/locks was consulted).
  */
-function lockHolderPid(ino: number): number | null {
+function lockHolderPid(ino: number, unknownIsHeld = true): number | null {
   let text: string;
   try {
     text = fs.readFileSync('/proc/locks', 'latin1');
   } catch {
-    return 0;
+    return unknownIsHeld ? 0 : null;
   }
   // "1: POSIX  ADVISORY  WRITE 4242 08:01:1234567 0 EOF": pid, then major:minor:inode.
   for (const line of text.split('\n')) {
@@ -190,6 +192,10 @@ export class DbLock {
       // An unparsable LOCK (an older format, a stray file) is not ours to delete.
       if (owner === null) throw lockedError(dir, 'unknown');
       if (ownerIsAlive(owner)) throw lockedError(dir, owner.pid);
+      // A dead owner's LOCK that RocksDB opened since (it keeps the content and fcntl-locks it).
+      const ino = fs.statSync(lockPath, { throwIfNoEntry: false })?.ino;
+      const rocksdbHolder = ino === undefined ? null : lockHolderPid(ino, false);
+      if (rocksdbHolder !== null) throw lockedError(dir, rocksdbHolder);
       // Stale: delete it only if it is still the same stale lock, then retry the create.
       if (readLock(lockPath) === existing) removeIfExists(lockPath);
     }
