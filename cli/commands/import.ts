@@ -117,14 +117,15 @@ export async function runImportToDir(inputs: string[], o: ImportCliOptions & Res
   if (outputDir === undefined)
     throw new IngestError('USAGE', 'import needs --output-dir DIR (SSTs in DIR) or --db DIR (ingested into a database)');
   const progress = Progress.forOption(o.progress, o.quiet === true);
-  const resume = o.resume !== false;
+  // --no-resume discards a pending job and starts over; the new run is resumable all the same.
+  const resume = true;
   await withFinalEvent(progress, async () => {
     const job = new CsvImport({
       ...toImportOptions(inputs, o),
       outputDir,
       progress,
       resume,
-      restart: !resume,
+      restart: o.resume === false,
       diskQuotaBytes: diskQuotaOf(o),
     });
     const summary = await runInterruptible(job, abandonedMessage(resume, inputs, outputDir, 'import abandoned, nothing written'));

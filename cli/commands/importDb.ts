@@ -81,14 +81,15 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
     );
   const { options, codec } = dbImportOptionsOf(inputs, o, mode);
   const progress = Progress.forOption(o.progress, o.quiet === true);
-  // Only `import` resumes (a plan changes nothing, so there is nothing to resume).
-  const resume = mode === 'import' && o.resume !== false;
+  // Only `import` resumes (a plan changes nothing, so there is nothing to resume). --no-resume
+  // discards a pending job and starts over; the new run is resumable all the same.
+  const resume = mode === 'import';
   await withFinalEvent(progress, async () => {
     const job = new DbImport({
       ...options,
       mode,
       resume,
-      restart: mode === 'import' && !resume,
+      restart: o.resume === false,
       import: { ...options.import, progress, diskQuotaBytes: diskQuotaOf(o) },
     });
     const result = await runInterruptible(job, abandonedMessage(resume, inputs, o.db, 'import abandoned'));

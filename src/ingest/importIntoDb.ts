@@ -64,12 +64,12 @@ import { ownScratchDirPrefix } from '../engine/scratchDirs';
 import { IngestOptions, IngestionPlan, PlannedFile } from '../engine/ingest/ingestionJob';
 import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../base/keyCompare';
-import { CsvImport, ImportOptions, ImportSummary, outputOptionsFingerprint } from './importer';
+import { CsvImport, ImportOptions, ImportSummary, estimableInputs, existingAncestor, outputOptionsFingerprint } from './importer';
 import { ImportJob } from './resume/importJob';
 import { fingerprintInput } from './resume/fingerprint';
 import { isDefinitiveFailure } from './resume/failures';
 import { crashPoint } from '../util/crashPoints';
-import { noSpaceErrorOf } from './diskSpace';
+import { checkScratchSpace, noSpaceErrorOf } from './diskSpace';
 import { KeySpec } from './rows/keySpec';
 import { CheckSstConflictsOptions, checkSstConflictsSliced } from '../conflict/checkSstConflicts';
 import { ingestWithConflictCheck } from '../conflict/checkedIngest';
@@ -322,6 +322,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
         this.createdDir = true;
       }
       if (this.resumable()) {
+        this.checkQuotaBeforeJob();
         this.job = this.openJob();
         return this.job.dir;
       }
@@ -337,6 +338,17 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   /** Resumable: import mode, asked for, and every input a file (stdin cannot be fingerprinted). */
   private resumable(): boolean {
     return this.mode === 'import' && this.opts.resume === true && !this.opts.import.inputs.includes('-');
+  }
+
+  /** --disk-quota fails before the job is opened, so an import that cannot fit leaves nothing behind. */
+  private checkQuotaBeforeJob(): void {
+    const o = this.opts;
+    const quotaBytes = o.import.diskQuotaBytes;
+    if (quotaBytes === undefined) return;
+    // A missing input is the import's to report (BAD_INPUT naming it): count it as empty here.
+    const inputBytes = o.import.inputs.reduce((a, p) => a + (p === '-' || !fs.existsSync(p) ? 0 : fs.statSync(p).size), 0);
+    const runDir = existingAncestor(o.import.tmpDir ?? o.dbDir);
+    checkScratchSpace({ inputBytes, estimable: estimableInputs(o.import.inputs), quotaBytes, runDir, outputDir: o.dbDir });
   }
 
   private openJob(): ImportJob {

@@ -266,11 +266,11 @@ export class CsvImport {
     const t0 = performance.now();
     const o = this.opts;
     const setup = this.setUp();
+    this.checkQuota(setup);
     this.openJob();
     this.prepareOutputDir(o.outputDir);
     this.prepareWorkDir();
     try {
-      this.checkQuota(setup);
       const { outcome, threads } = await this.parse(setup);
       const tParsed = performance.now();
       const locate = locatorOf(outcome.sources, this.nameOf);
@@ -313,13 +313,19 @@ export class CsvImport {
     }
   }
 
-  /** --disk-quota: the estimate against the quota and the free space, before anything is parsed. */
+  /**
+   * --disk-quota: the estimate against the quota and the free space, before anything is written
+   * (no job is opened, no directory made, for an import that cannot fit).
+   */
   private checkQuota(s: ImportSetup): void {
-    const quotaBytes = this.opts.diskQuotaBytes;
+    const o = this.opts;
+    const quotaBytes = o.diskQuotaBytes;
     if (quotaBytes === undefined) return;
     this.quota = new ScratchQuota(quotaBytes);
-    const estimable = this.opts.inputs.every((p) => p !== '-' && !p.endsWith('.gz'));
-    checkScratchSpace({ inputBytes: s.totalInput, estimable, quotaBytes, runDir: this.workDir as string, outputDir: this.opts.outputDir });
+    const resumable = o.job !== undefined || o.resume === true;
+    const outputDir = existingAncestor(o.outputDir);
+    const runDir = existingAncestor(o.tmpDir ?? (resumable ? o.outputDir : os.tmpdir()));
+    checkScratchSpace({ inputBytes: s.totalInput, estimable: estimableInputs(o.inputs), quotaBytes, runDir, outputDir });
   }
 
   /** A full disk as NO_SPACE naming where and about how much more is needed; other errors as they are. */
@@ -812,6 +818,18 @@ export function outputOptionsFingerprint(o: ImportOptions): OptionsFingerprint {
   const out: OptionsFingerprint = {};
   for (const [name, v] of Object.entries(values)) if (v !== undefined) out[name] = JSON.stringify(v);
   return out;
+}
+
+/** Whether the scratch space of these inputs can be estimated from their sizes (not stdin, not compressed). */
+export function estimableInputs(inputs: readonly string[]): boolean {
+  return inputs.every((p) => p !== '-' && !p.endsWith('.gz'));
+}
+
+/** `dir`, or its nearest ancestor that exists (where it would be made): its file system is the one to ask. */
+export function existingAncestor(dir: string): string {
+  let d = path.resolve(dir);
+  while (!fs.existsSync(d) && path.dirname(d) !== d) d = path.dirname(d);
+  return d;
 }
 
 /** Convenience: run one import. */

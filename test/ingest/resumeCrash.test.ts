@@ -9,9 +9,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { spawn } from 'child_process';
 import { Engine } from '../../src/engine/engine';
-import { REPO_ROOT } from '../support/paths';
+import { runCliChild as runCli } from '../support/cliChild';
 import { readOutputSsts, tempDir } from './support';
 
 jest.setTimeout(240_000);
@@ -23,36 +22,6 @@ const TARGET_FILE_SIZE_BYTES = 128 << 10;
 const RANGE_SLACK_BYTES = 64 << 10;
 /** An SST may pass its target by one data block and its index and filter. */
 const SST_SLACK_BYTES = 64 << 10;
-
-interface ChildResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runCli(args: string[], env: Record<string, string>, killAfterMs?: number): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['-r', path.join(REPO_ROOT, 'test/support/swc-register.js'), path.join(REPO_ROOT, 'cli/ingest.ts'), ...args],
-      {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = killAfterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), killAfterMs) : null;
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (timer !== null) clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
 
 /** 36,000 rows in shuffled key order, ~2.7 MB: 4 parse ranges, 4 runs and ~22 SSTs at the settings below. */
 function writeInput(file: string): void {

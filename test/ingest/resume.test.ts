@@ -1,0 +1,255 @@
+/**
+ * Resumable imports, as a script sees them (issue 15): a pending job after a kill, the refusal
+ * when the input or an option changed (naming what), --no-resume and `ingest pending --discard`
+ * starting over, a running job left alone, --progress json's events (every line parsed), and
+ * --disk-quota failing before anything is written.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { spawn } from 'child_process';
+import { runCli } from '../support/cli';
+import { runCliChild } from '../support/cliChild';
+import { tempDir } from './support';
+
+jest.setTimeout(120_000);
+
+const ROWS = 20_000;
+
+/** A whole second: the mtime a same-size rewrite restores exactly. */
+const INPUT_MTIME_SECONDS = 1_760_000_000;
+
+function writeInput(file: string, rows = ROWS, seed = 11): void {
+  const lines = ['id,name,amount'];
+  for (let i = 0; i < rows; i++) {
+    const id = (i * 7919 + seed) % 1_000_003;
+    lines.push(`${id},name-${id % 977},${(id * 31) % 9973}.${id % 100} with some padding text`);
+  }
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
+  fs.utimesSync(file, INPUT_MTIME_SECONDS, INPUT_MTIME_SECONDS);
+}
+
+function importArgs(input: string, db: string, extra: string[] = []): string[] {
+  return [
+    'import',
+    input,
+    '--header',
+    '--key',
+    'id:int64',
+    '--db',
+    db,
+    '--threads',
+    '2',
+    '--memory-limit',
+    '8MiB',
+    '--target-file-size',
+    '64KiB',
+    '--json',
+    '--quiet',
+    ...extra,
+  ];
+}
+
+/** Leaves a pending job in `db`: the import SIGKILLed after its third SST. */
+async function pendingJobIn(input: string, db: string): Promise<void> {
+  const killed = await runCliChild(importArgs(input, db), { SST_INGEST_CRASH_AT: 'sst.finished:3' });
+  expect(killed.signal).toBe('SIGKILL');
+}
+
+interface PendingDoc {
+  pending: { jobId: string; phase: string; running: boolean; sstsDone: number; inputs: string[]; scratchBytes: number }[];
+  discarded: string[];
+}
+
+async function pending(db: string, ...extra: string[]): Promise<PendingDoc> {
+  const r = await runCli('pending', db, '--json', ...extra);
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout) as PendingDoc;
+}
+
+let root = '';
+beforeAll(() => {
+  root = tempDir('resume-');
+});
+
+test('a killed import is pending, listed with its phase, and the same command resumes it', async () => {
+  const input = path.join(root, 'a.csv');
+  writeInput(input);
+  const db = path.join(root, 'db-a');
+  await pendingJobIn(input, db);
+  const listed = await pending(db);
+  expect(listed.pending).toHaveLength(1);
+  expect(listed.pending[0]).toMatchObject({ phase: 'merge', running: false, sstsDone: 2, inputs: [input] });
+  expect(listed.pending[0].scratchBytes).toBeGreaterThan(0);
+  const human = await runCli('pending', db);
+  expect(human.stdout).toContain(`${listed.pending[0].jobId}  interrupted  phase merge`);
+
+  const r = await runCli(...importArgs(input, db, ['--memory-limit', '16MiB']));
+  expect(r.code).toBe(0);
+  const doc = JSON.parse(r.stdout) as {
+    import: { rowsWritten: number; resume: { resumed: boolean; sstsReused: number; attempt: number } };
+  };
+  // A changed --memory-limit does not change the output, so it does not stop the resume.
+  expect(doc.import.resume).toMatchObject({ resumed: true, sstsReused: 2, attempt: 2 });
+  expect(doc.import.rowsWritten).toBe(ROWS);
+  expect((await pending(db)).pending).toEqual([]);
+});
+
+test.each([
+  [
+    'appended input',
+    (input: string) => fs.appendFileSync(input, '9999999,late,1.0 row\n'),
+    /input .*a?\.csv changed size: \d+ → \d+ bytes/,
+  ],
+  [
+    'same-size rewrite with the mtime put back',
+    (input: string) => {
+      const bytes = fs.readFileSync(input);
+      bytes[bytes.length - 5] = bytes[bytes.length - 5] === 0x61 ? 0x62 : 0x61;
+      fs.writeFileSync(input, bytes);
+      fs.utimesSync(input, INPUT_MTIME_SECONDS, INPUT_MTIME_SECONDS);
+    },
+    /input .*\.csv changed content \(its sampled bytes differ\)/,
+  ],
+])('a resume is refused after an %s, naming the change; --no-resume starts over', async (_what, change, message) => {
+  const input = path.join(root, `b-${Math.random().toString(16).slice(2)}.csv`);
+  writeInput(input);
+  const db = path.join(root, `db-${path.basename(input, '.csv')}`);
+  await pendingJobIn(input, db);
+  change(input);
+  const refused = await runCli(...importArgs(input, db));
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toMatch(message);
+  expect(refused.stderr).toContain('--no-resume');
+  expect((await pending(db)).pending).toHaveLength(1);
+
+  const fresh = await runCli(...importArgs(input, db, ['--no-resume']));
+  expect(fresh.code).toBe(0);
+  const doc = JSON.parse(fresh.stdout) as { import: { rowsRead: number; resume: { resumed: boolean } } };
+  expect(doc.import.resume.resumed).toBe(false);
+  expect(doc.import.rowsRead).toBe(fs.readFileSync(input, 'utf8').trim().split('\n').length - 1);
+  expect((await pending(db)).pending).toEqual([]);
+});
+
+test('a changed option is refused naming it; pending --discard removes the job and its scratch space', async () => {
+  const input = path.join(root, 'c.csv');
+  writeInput(input);
+  const db = path.join(root, 'db-c');
+  await pendingJobIn(input, db);
+  const refused = await runCli(...importArgs(input, db, ['--on-duplicate', 'last']));
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('option onDuplicate changed: "error" → "last"');
+  const { jobId } = (await pending(db)).pending[0];
+  const unknown = await runCli('pending', db, '--discard', 'nosuchjob');
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain('no pending import nosuchjob');
+  const discarded = await pending(db, '--discard', jobId);
+  expect(discarded).toEqual({ dir: db, pending: [], discarded: [jobId] });
+  expect(fs.readdirSync(db).filter((n) => n.startsWith('.import-job-'))).toEqual([]);
+  const again = await runCli(...importArgs(input, db, ['--on-duplicate', 'last']));
+  expect(again.code).toBe(0);
+});
+
+test('a job a live process owns is neither resumed nor discarded', async () => {
+  const input = path.join(root, 'd.csv');
+  writeInput(input);
+  const db = path.join(root, 'db-d');
+  await pendingJobIn(input, db);
+  const { jobId } = (await pending(db)).pending[0];
+  const owner = spawn('sleep', ['60']);
+  try {
+    fs.writeFileSync(path.join(db, `.import-job-${jobId}`, 'OWNER'), `${owner.pid} -\n`);
+    expect((await pending(db)).pending[0].running).toBe(true);
+    const busy = await runCli(...importArgs(input, db));
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain(`is running (pid ${owner.pid})`);
+    const notDiscarded = await runCli('pending', db, '--discard', jobId);
+    expect(notDiscarded.code).toBe(1);
+    expect((await pending(db)).pending).toHaveLength(1);
+  } finally {
+    const exited = new Promise((resolve) => owner.once('exit', resolve));
+    owner.kill('SIGKILL');
+    await exited;
+  }
+  const resumed = await runCli(...importArgs(input, db));
+  expect(resumed.code).toBe(0);
+});
+
+interface ProgressLine {
+  event: string;
+  [field: string]: unknown;
+}
+
+/** The events on stderr; besides them, a failed run writes only its one `error:` line. */
+function progressLines(stderr: string, failed = false): ProgressLine[] {
+  const lines = stderr.split('\n').filter((l) => l !== '');
+  const events = lines.filter((l) => !(failed && l.startsWith('error: ')));
+  expect(lines.length - events.length).toBe(failed ? 1 : 0);
+  return events.map((l) => JSON.parse(l) as ProgressLine);
+}
+
+test('--progress json: every stderr line an event with its fields, at most one a second, then done or error', async () => {
+  const input = path.join(root, 'e.csv');
+  writeInput(input, 400_000);
+  const db = path.join(root, 'db-e');
+  const r = await runCli(...importArgs(input, db, ['--progress', 'json', '--target-file-size', '4MiB']));
+  expect(r.code).toBe(0);
+  const events = progressLines(r.stderr);
+  const progress = events.filter((e) => e.event === 'progress');
+  expect(progress.length).toBeGreaterThanOrEqual(2);
+  for (const e of progress) {
+    expect(Object.keys(e).sort()).toEqual(
+      [
+        'bytesDone',
+        'bytesPerSecond',
+        'bytesTotal',
+        'elapsedSeconds',
+        'etaSeconds',
+        'event',
+        'phase',
+        'phaseSeconds',
+        'rowsDone',
+        'rowsPerSecond',
+        'rowsTotal',
+      ].sort(),
+    );
+    expect(['parse', 'merge', 'check', 'ingest']).toContain(e.phase);
+    for (const f of ['elapsedSeconds', 'phaseSeconds', 'rowsDone', 'bytesDone', 'rowsPerSecond', 'bytesPerSecond'])
+      expect(typeof e[f]).toBe('number');
+  }
+  for (let i = 1; i < progress.length; i++)
+    expect((progress[i].elapsedSeconds as number) - (progress[i - 1].elapsedSeconds as number)).toBeGreaterThanOrEqual(0.99);
+  const last = events[events.length - 1];
+  expect(last).toMatchObject({ event: 'done', exitCode: 0 });
+  expect(last.summary).toEqual(JSON.parse(r.stdout));
+  expect(events.filter((e) => e.event !== 'progress')).toHaveLength(1);
+
+  // The same rows again with other values: conflicts, exit 3, and the done event says so.
+  const other = path.join(root, 'e2.csv');
+  writeInput(other, 1000, 11);
+  fs.writeFileSync(other, fs.readFileSync(other, 'utf8').replace(/with some/g, 'changed'));
+  const conflicted = await runCli(...importArgs(other, db, ['--progress', 'json']));
+  expect(conflicted.code).toBe(3);
+  expect(progressLines(conflicted.stderr, true).pop()).toMatchObject({ event: 'done', exitCode: 3 });
+
+  const bad = path.join(root, 'bad.csv');
+  fs.writeFileSync(bad, 'id,name,amount\n1,a,1\nnot-a-number,b,2\n');
+  const failed = await runCli(...importArgs(bad, path.join(root, 'db-bad'), ['--progress', 'json']));
+  expect(failed.code).toBe(2);
+  expect(progressLines(failed.stderr, true).pop()).toMatchObject({ event: 'error', exitCode: 2, code: 'BAD_INPUT' });
+});
+
+test('--disk-quota below the estimate fails before anything is written (exit 1, NO_SPACE)', async () => {
+  const input = path.join(root, 'f.csv');
+  writeInput(input);
+  const db = path.join(root, 'db-f');
+  const r = await runCli(...importArgs(input, db, ['--disk-quota', '1MiB']));
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(/the import needs about [0-9.]+ MiB of scratch space .* and --disk-quota is 1\.0 MiB; nothing was written/);
+  expect(fs.existsSync(db)).toBe(false);
+  const out = path.join(root, 'out-f');
+  const r2 = await runCli('import', input, '--header', '--key', 'id:int64', '--output-dir', out, '--disk-quota', '1MiB', '--quiet');
+  expect(r2.code).toBe(1);
+  expect(fs.existsSync(out) ? fs.readdirSync(out) : []).toEqual([]);
+  const fits = await runCli(...importArgs(input, db, ['--disk-quota', '64MiB']));
+  expect(fits.code).toBe(0);
+});
