@@ -41,6 +41,8 @@ import { CorruptionError } from '../util/errors';
 import { TRAILER_BYTES } from '../base/internalKey';
 
 export const NUM_LEVELS = 7;
+/** Above any num_levels a RocksDB database uses (ldb's own checks open with 64). */
+const MAX_ROCKSDB_LEVELS = 64;
 
 /** A kNewFile4 custom field kept verbatim. */
 export interface CustomField {
@@ -217,12 +219,13 @@ function decodeField(edit: VersionEdit, r: EditReader, tag: number): boolean {
       edit.maxColumnFamily = r.v32();
       return true;
     case Tag.CompactCursor: // a round-robin compaction hint: dropped, RocksDB restarts it
-      r.level();
+      r.v32();
       r.slice();
       return true;
     case Tag.DeletedFile: {
-      const level = r.level();
-      edit.deletedFiles.push({ level, fileNumber: r.v64() });
+      const level = r.level(edit);
+      const fileNumber = r.v64();
+      if (level >= 0) edit.deletedFiles.push({ level, fileNumber });
       return true;
     }
     case Tag.LegacyNewFile:
@@ -230,9 +233,11 @@ function decodeField(edit: VersionEdit, r: EditReader, tag: number): boolean {
       return true;
     case Tag.NewFile2:
     case Tag.NewFile3:
-    case Tag.NewFile4:
-      edit.newFiles.push(decodeNewFile(edit, r, tag));
+    case Tag.NewFile4: {
+      const added = decodeNewFile(edit, r, tag);
+      if (added.level >= 0) edit.newFiles.push(added);
       return true;
+    }
     default:
       return decodeOtherField(edit, r, tag);
   }
@@ -278,9 +283,9 @@ function decodeOtherField(edit: VersionEdit, r: EditReader, tag: number): boolea
   }
 }
 
-/** kNewFile2/3/4: RocksDB's new-file records. */
+/** kNewFile2/3/4: RocksDB's new-file records (level -1: a level we do not keep, see EditReader.level). */
 function decodeNewFile(edit: VersionEdit, r: EditReader, tag: number): NewFile {
-  const level = r.level();
+  const level = r.level(edit);
   const fileNumber = r.v64();
   if (tag === Tag.NewFile3) {
     const pathId = r.v32();
@@ -385,10 +390,17 @@ class EditReader {
     return s;
   }
 
-  level(): number {
+  /**
+   * A level. RocksDB databases may be configured with more levels (num_levels) than we keep: a
+   * level up to MAX_ROCKSDB_LEVELS is then named in `edit.unsupported` (when one is given) and
+   * -1 returned; anything beyond is corruption.
+   */
+  level(edit?: VersionEdit): number {
     const l = this.v32();
-    if (l >= NUM_LEVELS) this.fail(`level ${l} is not below ${NUM_LEVELS}`);
-    return l;
+    if (l < NUM_LEVELS) return l;
+    if (edit === undefined || l >= MAX_ROCKSDB_LEVELS) this.fail(`level ${l} is not below ${NUM_LEVELS}`);
+    edit.unsupported.push(`num_levels above ${NUM_LEVELS} (a file in level ${l})`);
+    return -1;
   }
 
   /** size ‖ smallest ‖ largest ‖ smallest seq ‖ largest seq: the body every new-file record shares. */

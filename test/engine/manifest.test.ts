@@ -53,8 +53,10 @@ describe('version edit', () => {
     expect(() => VersionEdit.decode(unknownTag, 'MANIFEST-000001', 77)).toThrow(
       /MANIFEST-000001 at offset 77: version edit: unknown tag 99/,
     );
-    const badLevel = Buffer.from([6, 9, 1]);
-    expect(() => VersionEdit.decode(badLevel, 'M', 0)).toThrow(/level 9/);
+    const badLevel = Buffer.from([6, 0xc8, 0x01, 1]);
+    expect(() => VersionEdit.decode(badLevel, 'M', 0)).toThrow(/level 200/);
+    // A RocksDB database with num_levels > 7: refused (NOT_SUPPORTED at recovery), not corruption.
+    expect(VersionEdit.decode(Buffer.from([6, 9, 1]), 'M', 0).unsupported).toEqual(['num_levels above 7 (a file in level 9)']);
     const whole = new VersionEdit().addFile(1, meta(5, 'a', 'b')).encode();
     expect(() => VersionEdit.decode(whole.subarray(0, whole.length - 3), 'M', 0)).toThrow(CorruptionError);
 

@@ -273,6 +273,11 @@ describeIfRocksdb('RocksDB database directories, both ways', () => {
       ['--benchmarks=mergerandom', '--merge_operator=uint64add', '--num=3000'],
       /merge operator UInt64AddOperator with merge operands in the data/,
     ],
+    [
+      'files beyond level 6 (num_levels 10)',
+      ['--benchmarks=fillrandom,compact', '--num=3000', '--num_levels=10', '--level_compaction_dynamic_level_bytes=true'],
+      /num_levels above 7 \(a file in level 9\)/,
+    ],
     ['blob files', ['--benchmarks=fillrandom', '--enable_blob_files=true', '--min_blob_size=0'], /blob files/],
     ['user-defined timestamps', ['--benchmarks=fillrandom', '--user_timestamp_size=8'], /user-defined timestamps/],
     ['universal compaction', ['--benchmarks=fillrandom', '--compaction_style=1'], /compaction_style kCompactionStyleUniversal/],
