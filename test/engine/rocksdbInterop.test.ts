@@ -19,7 +19,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Engine } from '../../src/engine/engine';
 import { IngestError } from '../../src/util/errors';
-import { LdbDatabase, dbBench, dbBenchPath, describeIfRocksdb, ldbWriteExternSst, toHex } from '../support/rocksdbTools';
+import { LdbDatabase, dbBench, dbBenchPath, describeIfRocksdb, ldbWriteExternSst, testWithDbBench, toHex } from '../support/rocksdbTools';
 import { runCli } from '../support/cli';
 import { runTsChildAndKill } from '../support/killChild';
 import { REPO_ROOT } from '../support/paths';
@@ -66,7 +66,7 @@ function ldbScanOfCopy(dir: string): Pairs {
 }
 
 const hex = (s: string): string => Buffer.from(s).toString('hex');
-const benchTest = dbBenchPath !== null ? test : test.skip;
+const benchTest = testWithDbBench;
 
 /** db_bench fillrandom with compactions (L1, L2), overwrite without (L0), then ldb deletions; the last stays in the WAL. */
 function makeRocksdbDatabase(dir: string, compression: string): LdbDatabase {

@@ -74,6 +74,22 @@ export const rocksdbTools: RocksdbTools | null = detect();
 /** db_bench from the same rocksdb-tools package, or null. */
 export const dbBenchPath: string | null = findOnPath('db_bench');
 
+/**
+ * `test` when db_bench is on PATH; otherwise `test.skip` with the reason in the name, or, with
+ * SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1, a test that fails saying db_bench is missing.
+ */
+export function testWithDbBench(name: string, body: () => Promise<void>, timeoutMs?: number): void {
+  if (dbBenchPath !== null) {
+    test(name, body, timeoutMs);
+  } else if (process.env.SST_INGEST_REQUIRE_ROCKSDB_TOOLS === '1') {
+    test(name, () => {
+      throw new Error(`${name}: db_bench is not on PATH, and SST_INGEST_REQUIRE_ROCKSDB_TOOLS=1 requires it`);
+    });
+  } else {
+    test.skip(`${name} [skipped: db_bench not on PATH]`, body);
+  }
+}
+
 /** Runs db_bench with `args` (`--db=...` included by the caller); throws on failure. */
 export function dbBench(args: readonly string[]): ToolRun {
   if (dbBenchPath === null) throw new Error('db_bench is not on PATH (apt-get install rocksdb-tools)');
