@@ -43,7 +43,7 @@
  * deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
  */
 import { setImmediate as yieldToEventLoop } from 'timers/promises';
-import { IngestError, assert } from '../util/errors';
+import { IngestError, assert, isNoSpaceError } from '../util/errors';
 import { SeekKeyBuilder, ValueType, formatKey } from '../base/internalKey';
 import { TableBuilderOptions } from '../sstwriter/tableBuilder';
 import { BlockCache } from '../sstable/reader/blockCache';
@@ -279,6 +279,8 @@ export class Engine {
   private writeDelayMs = 0;
   private flushWaiters: Array<() => void> = [];
   private backgroundError: Error | null = null;
+  /** The background error is a flush that found the disk full while writing its table: resume() may retry it. */
+  private backgroundErrorResumable = false;
   private closing = false;
   private closed = false;
   private closePromise: Promise<void> | null = null;
@@ -950,7 +952,16 @@ export class Engine {
       while (this.imms.length > 0 && !this.closing) {
         const imm = this.imms[0];
         const fileNumber = this.versions.newFileNumber();
-        const meta = await flushMemtable(imm.mem, { ...this.flushOptions, fileNumber, snapshots: this.snapshotSequences() });
+        let meta: Awaited<ReturnType<typeof flushMemtable>>;
+        try {
+          meta = await flushMemtable(imm.mem, { ...this.flushOptions, fileNumber, snapshots: this.snapshotSequences() });
+        } catch (err) {
+          // The table write failed: its partial file is deleted, the memtable and its WAL are
+          // intact and the manifest was not touched, so a full disk is worth a retry (resume()).
+          this.backgroundError = err as Error;
+          this.backgroundErrorResumable = isNoSpaceError(err);
+          return;
+        }
         if (meta === ABORTED) return;
         const edit = new VersionEdit();
         if (meta !== null) {
@@ -968,7 +979,30 @@ export class Engine {
       }
     } catch (err) {
       this.backgroundError = err as Error;
+      this.backgroundErrorResumable = false;
     }
+  }
+
+  /**
+   * Takes writes again after a flush found the disk full (RocksDB's DB::Resume, for the case that
+   * is safe here): once space is freed, clears the error and flushes again. Resolves when the
+   * engine accepts writes; rejects, leaving it read-only, when there is no such error to recover
+   * from (any other background error needs a reopen) or the flush fails again.
+   */
+  async resume(): Promise<void> {
+    this.checkOpen();
+    const err = this.backgroundError;
+    if (err === null) return;
+    if (!this.backgroundErrorResumable) {
+      throw new IngestError('IO', `database ${this.dir} cannot resume after this failure (reopen it): ${err.message}`, { cause: err });
+    }
+    this.backgroundError = null;
+    this.backgroundErrorResumable = false;
+    await this.flushRunning;
+    this.scheduleFlush();
+    await this.flushRunning;
+    this.checkWritable();
+    this.wakeFlushWaiters();
   }
 
   /** Sequence numbers of live snapshots and iterator read points, ascending and distinct. */

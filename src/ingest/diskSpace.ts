@@ -16,7 +16,7 @@
  *   the bytes still needed; any other error is returned as it is.
  */
 import * as fs from 'fs';
-import { IngestError } from '../util/errors';
+import { IngestError, isNoSpaceError } from '../util/errors';
 
 export const RUN_BYTES_PER_INPUT_BYTE = 1.1;
 export const SST_BYTES_PER_INPUT_BYTE = 1.1;
@@ -91,16 +91,8 @@ export class ScratchQuota {
   }
 }
 
-/** Whether an error, its causes or its message say ENOSPC or EDQUOT. */
-export function isNoSpace(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOSPC' || code === 'EDQUOT') return true;
-    if (e instanceof Error && /\bENOSPC\b|\bEDQUOT\b|no space left on device|disk quota exceeded/i.test(e.message)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
-}
+/** Whether an error, its causes or its message say ENOSPC or EDQUOT (src/util/errors.ts). */
+export const isNoSpace = isNoSpaceError;
 
 /**
  * The clean stop for a full disk: NO_SPACE naming `dir`, what the import was doing and about how

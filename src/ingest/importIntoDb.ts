@@ -428,6 +428,9 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       return this.resultOf(creating, summary, report, await applyConflictPolicySliced(onConflict, report, paths), replaceRange);
     }
     const job = this.job;
+    // A caller's engine that a full disk stopped (a flush of this ingestion's, say): take writes
+    // again now that this run is retried; without such an error this does nothing.
+    if (o.engine !== undefined) await engine.resume();
     if (job !== null) {
       if (job.state.phase === 'ingesting' && ingestionCommitted(engine, job.dir))
         return this.committedEarlier(engine, summary, keySpec, creating);

@@ -271,7 +271,13 @@ export class CsvImport {
     this.prepareOutputDir(o.outputDir);
     this.prepareWorkDir();
     try {
+      this.doing = { what: 'parsing and spilling sorted runs', dir: this.workDir as string };
       const { outcome, threads } = await this.parse(setup);
+      this.quota?.charge(
+        outcome.runs.reduce((a, r) => a + r.bytes, 0),
+        this.workDir as string,
+      );
+      this.doing = { what: 'merging the runs into SSTs', dir: o.outputDir };
       const tParsed = performance.now();
       const locate = locatorOf(outcome.sources, this.nameOf);
       if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);

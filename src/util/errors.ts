@@ -86,6 +86,20 @@ export function exitCodeFor(err: unknown): number {
   return 1;
 }
 
+/**
+ * Whether an error, its causes or its message (as a worker thread sends it back) say ENOSPC or
+ * EDQUOT: a full disk or an exhausted quota, which freeing space mends.
+ */
+export function isNoSpaceError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'NO_SPACE') return true;
+    if (e instanceof Error && /\bENOSPC\b|\bEDQUOT\b|no space left on device|disk quota exceeded/i.test(e.message)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Invariant check: a failed assertion is a bug in this program, never a user error. */
 export function assert(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`assertion failed: ${message}`);
