@@ -19,6 +19,11 @@
  * The CSV is generated once (bench/gen-trades, deterministic) into --data-dir (default: the
  * system temp directory) and reused. Our import runs in a child process so its peak RSS is its own.
  *
+ * Checkpoint overhead (issue 15): the same import into an output directory with and without
+ * --resume's checkpoints (fsync of every run and SST, the job's state file after each), runs
+ * alternating, medians, and the ratio against the target (under 3% at 10M rows):
+ *   node dist/bench/import.js --resume-overhead [--rows N (10000000)] [--runs N (3)] [--memory-limit SIZE]
+ *
  * Into a live database (bench/import-into-db.ts): the whole `ingest import --db` pipeline into an
  * engine holding a previous load, phase by phase, and with --busy-writer the dip of a writer
  * putting into the same engine meanwhile:
@@ -57,6 +62,9 @@ interface Args {
   onConflict: OnConflict;
   busyWriter: boolean;
   writerKeys: 'inside' | 'outside';
+  /** --resume-overhead: the checkpoint overhead mode, and its runs per side. */
+  resumeOverhead: boolean;
+  runs: number;
   busySeconds: number;
   /** --into-db --busy-writer: repeat the busy run and its idle twin this many times (medians printed). */
   busyRuns: number;
@@ -81,6 +89,8 @@ function parseArgs(argv: string[]): Args {
     writerKeys: 'inside',
     busySeconds: 2,
     busyRuns: 1,
+    resumeOverhead: false,
+    runs: 3,
   };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
@@ -119,6 +129,10 @@ function parseArgs(argv: string[]): Args {
     } else if (k === '--busy-seconds') {
       a.busySeconds = Number(v());
       if (!(a.busySeconds > 0)) throw new Error('--busy-seconds needs a positive number');
+    } else if (k === '--resume-overhead') a.resumeOverhead = true;
+    else if (k === '--runs') {
+      a.runs = Number(v());
+      if (!(Number.isInteger(a.runs) && a.runs >= 1 && a.runs <= 20)) throw new Error('--runs needs an integer in 1..20');
     } else if (k === '--busy-runs') {
       a.busyRuns = Number(v());
       if (!(Number.isInteger(a.busyRuns) && a.busyRuns >= 1 && a.busyRuns <= 20)) throw new Error('--busy-runs needs an integer in 1..20');
@@ -159,8 +173,9 @@ function ensureCsv(dataDir: string, rows: number, seed = 42, firstTradeId = FIRS
 
 /** Child mode: run one import and print its summary (so the parent sees this process's peak RSS). */
 async function child(argv: string[]): Promise<void> {
-  const [input, outputDir, tmpDir, memoryLimit, threads, mergeThreads, compression] = argv;
+  const [input, outputDir, tmpDir, memoryLimit, threads, mergeThreads, compression, resume] = argv;
   const summary = await runImport({
+    resume: resume === 'resume',
     inputs: [input],
     outputDir,
     tmpDir,
@@ -325,6 +340,10 @@ async function main(): Promise<void> {
     await intoDb(a);
     return;
   }
+  if (a.resumeOverhead) {
+    resumeOverhead(a);
+    return;
+  }
   const rows = a.rows ?? 10_000_000;
   const csv = ensureCsv(a.dataDir, rows);
   const inputBytes = fs.statSync(csv).size;
@@ -444,6 +463,67 @@ async function main(): Promise<void> {
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** One import in a child process (its own peak RSS), with or without the resumable job's checkpoints. */
+function runOursOnce(csv: string, work: string, a: Args, resume: boolean): ImportSummary {
+  const out = path.join(work, 'ours');
+  const opt = (n: number | undefined): string => (n === undefined ? '' : String(n));
+  const c = spawnSync(
+    process.execPath,
+    [__filename, '--child', csv, out, work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression, resume ? 'resume' : 'plain'],
+    { encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  fs.rmSync(out, { recursive: true, force: true });
+  if (c.status !== 0) throw new Error(`our import failed (exit ${c.status})`);
+  return JSON.parse(c.stdout) as ImportSummary;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** --resume-overhead: the import with and without checkpoints, alternating, medians and their ratio. */
+function resumeOverhead(a: Args): void {
+  const rows = a.rows ?? 10_000_000;
+  const csv = ensureCsv(a.dataDir, rows);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-resume-'));
+  const loadBefore = loadAverage();
+  const seconds = { plain: [] as number[], resume: [] as number[] };
+  try {
+    for (let i = 0; i < a.runs; i++) {
+      // Alternate which goes first, so a drift in the machine's load falls on both sides.
+      const order: ('plain' | 'resume')[] = i % 2 === 0 ? ['plain', 'resume'] : ['resume', 'plain'];
+      for (const side of order) seconds[side].push(runOursOnce(csv, work, a, side === 'resume').phases.totalSeconds);
+    }
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  const plain = median(seconds.plain);
+  const resume = median(seconds.resume);
+  const overhead = resume / plain - 1;
+  const report = {
+    rows,
+    runs: a.runs,
+    loadAverage: { before: loadBefore, after: loadAverage() },
+    secondsPlain: seconds.plain,
+    secondsResume: seconds.resume,
+    medianPlain: plain,
+    medianResume: resume,
+    overheadPercent: +(overhead * 100).toFixed(2),
+    targetPercentBelow: 3,
+  };
+  if (a.json) {
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+    return;
+  }
+  process.stdout.write(
+    `checkpoint overhead: ${rows.toLocaleString('en-US')} rows, ${a.runs} runs each, alternating; load ${report.loadAverage.before} before, ${report.loadAverage.after} after\n` +
+      `  without checkpoints: median ${plain.toFixed(2)} s  (${seconds.plain.map((s) => s.toFixed(2)).join(', ')})\n` +
+      `  with checkpoints:    median ${resume.toFixed(2)} s  (${seconds.resume.map((s) => s.toFixed(2)).join(', ')})\n` +
+      `  overhead ${report.overheadPercent}% (target < 3%)\n`,
+  );
 }
 
 /** Medians over repeated busy runs: the writer's share of its idle twin's rate, and its longest stalls. */

@@ -229,8 +229,10 @@ export interface ParseResume {
   done: ReadonlyMap<number, ParseTaskResult>;
   onPlanned(taskBytes: number): void;
   onStarted(task: ParseTask): void;
-  /** Called once the range's runs are written; returns once they are durable and recorded. */
+  /** Called once the range's runs are written; makes them durable and records them in the background. */
   onFinished(result: ParseTaskResult): void;
+  /** Resolves once every range reported finished is durable and recorded; rejects with the first failure. */
+  settle(): Promise<void>;
   /** Whether a failure leaves the runs for a resume (else they are deleted, as without resume). */
   keepsRunsAfter(err: unknown): boolean;
 }
@@ -391,6 +393,7 @@ export async function parseInWorkers(
       prev = r;
     }
     const runs = tasks.flatMap((t) => (results[t.taskId] as ParseTaskResult).runs);
+    await resume?.settle();
     return { runs, sources, rowsRead, badRowCount, badRows, bound, inputBytes: totalBytes, ranges: tasks.length, rangesRetried };
   } catch (e) {
     if (resume === undefined || !resume.keepsRunsAfter(e)) for (const p of allRuns()) fs.rmSync(p, { force: true });

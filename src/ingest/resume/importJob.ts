@@ -85,7 +85,7 @@ export interface JobState {
     inFlight: { taskId: number; file: string; startOffset: number; stopAtOffset: number }[];
   };
   /** The parse's outcome (once the parse is over), minus the runs (see `runs`). */
-  outcome: unknown;
+  outcome: object | null;
   /** The runs the merge reads (after any fan-in merges); null until the parse is over. */
   runs: RunInfo[] | null;
   merge: { files: JobFile[]; rowsWritten: number; duplicateCount: number; duplicates: JobDuplicate[] };
@@ -151,6 +151,8 @@ export class ImportJob {
   /** True when this attempt continues an earlier one. */
   readonly resumed: boolean;
   private owned = true;
+  /** The side files already written (by object identity: each is written once, never changed). */
+  private readonly writtenSides = new WeakSet<object>();
 
   private constructor(
     readonly dir: string,
@@ -238,18 +240,62 @@ export class ImportJob {
     this.owned = false;
   }
 
+  /**
+   * Writes the state: its bulky parts that never change once made (each finished range, the
+   * parse's outcome, the runs: a run's samples make them hundreds of KB at 10M rows) into side
+   * files of their own, once each, durably, before state.json names them; state.json itself
+   * stays a few KB, so a checkpoint per SST costs two small fsyncs, not a rewrite of everything.
+   */
   private writeState(): void {
-    const text = Buffer.from(`${JSON.stringify(this.stateValue)}\n`);
+    const s = this.stateValue;
+    for (const r of s.parse.done) if (!this.writtenSides.has(r)) this.writeSide(path.join(RANGES_DIR, `${r.taskId}.json`), r);
+    if (s.outcome !== null && !this.writtenSides.has(s.outcome)) this.writeSide(OUTCOME_FILE, s.outcome);
+    if (s.runs !== null && !this.writtenSides.has(s.runs)) this.writeSide(RUNS_FILE, s.runs);
+    const slim: StoredState = {
+      ...s,
+      parse: { ...s.parse, done: [], doneIds: s.parse.done.map((r) => r.taskId) },
+      outcome: s.outcome === null ? null : SIDE,
+      runs: s.runs === null ? null : SIDE,
+    };
+    const text = Buffer.from(`${JSON.stringify(slim)}\n`);
     replaceFileDurably(path.join(this.dir, STATE_FILE), path.join(this.dir, `${STATE_FILE}.tmp`), text, this.dir);
   }
+
+  private writeSide(name: string, value: object): void {
+    const file = path.join(this.dir, name);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    replaceFileDurably(file, `${file}.tmp`, Buffer.from(JSON.stringify(value)), path.dirname(file));
+    this.writtenSides.add(value);
+  }
 }
+
+/** Names of the side files (see writeState), and the marker state.json has in their place. */
+const RANGES_DIR = 'ranges';
+const OUTCOME_FILE = 'outcome.json';
+const RUNS_FILE = 'runs.json';
+const SIDE = 'side-file';
+
+/** state.json as written: the bulky parts replaced by SIDE or by the ids of their side files. */
+type StoredState = Omit<JobState, 'outcome' | 'runs' | 'parse'> & {
+  outcome: object | typeof SIDE | null;
+  runs: RunInfo[] | typeof SIDE | null;
+  parse: JobState['parse'] & { doneIds: number[] };
+};
 
 function readState(dir: string): JobState | null {
   try {
     const file = path.join(dir, STATE_FILE);
     if (fs.statSync(file).size > MAX_STATE_BYTES) return null;
-    const state = JSON.parse(fs.readFileSync(file, 'utf8')) as JobState;
-    return state.format === STATE_FORMAT ? state : null;
+    const stored = JSON.parse(fs.readFileSync(file, 'utf8')) as StoredState;
+    if (stored.format !== STATE_FORMAT) return null;
+    const side = <T>(name: string): T => JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as T;
+    const { doneIds, ...parse } = stored.parse;
+    return {
+      ...stored,
+      parse: { ...parse, done: doneIds.map((id) => side<ParseTaskResult>(path.join(RANGES_DIR, `${id}.json`))) },
+      outcome: stored.outcome === SIDE ? side<object>(OUTCOME_FILE) : null,
+      runs: stored.runs === SIDE ? side<RunInfo[]>(RUNS_FILE) : null,
+    };
   } catch {
     // No state yet (killed while creating the job), or not ours: nothing to resume.
     return null;
