@@ -180,11 +180,29 @@ function* rewriteOne(
 /** The table options an SST shows about itself. */
 function optionsOf(reader: TableReader): Partial<SstFileWriterOptions> {
   const p = reader.properties;
-  const compressed = p.compressionName === 'LZ4' || p.compressionName === 'LZ4HC';
   return {
     formatVersion: reader.footer.formatVersion,
     checksumType: reader.footer.checksumType,
-    compression: compressed ? CompressionType.LZ4 : CompressionType.None,
+    compression: rewriteCompressionOf(p.compressionName),
     bloomBitsPerKey: p.filterPolicyName === '' ? 0 : 10,
   };
+}
+
+/**
+ * The compression a rewrite writes for a table that shows `name` (its rocksdb.compression): the
+ * same where the writer has it (LZ4HC is written as LZ4, ZSTDNotFinal as ZSTD); a compression the
+ * writer lacks (Zlib) becomes LZ4, the default, rather than none: the rewrite keeps its size.
+ */
+export function rewriteCompressionOf(name: string): CompressionType {
+  switch (name) {
+    case 'NoCompression':
+      return CompressionType.None;
+    case 'Snappy':
+      return CompressionType.Snappy;
+    case 'ZSTD':
+    case 'ZSTDNotFinal':
+      return CompressionType.ZSTD;
+    default:
+      return CompressionType.LZ4;
+  }
 }

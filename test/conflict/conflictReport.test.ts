@@ -14,6 +14,8 @@ import { defaultSkipPath, rewriteWithoutKeys } from '../../src/conflict/rewrite'
 import { originsPathFor, RowOriginIndex, RowOriginsWriter } from '../../src/conflict/rowOrigins';
 import { parseOnConflict, applyConflictPolicy } from '../../src/conflict/policy';
 import { rng, writeSstSet } from './support';
+import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
+import { CompressionType, compressionName } from '../../src/sstable/compression';
 
 let root: string;
 beforeAll(() => {
@@ -133,6 +135,25 @@ describe('report file, rewrite, policies', () => {
     expect(rewriteWithoutKeys(single, [Buffer.from('only')])).toEqual({ paths: [], rewritten: [], emptied: single });
     expect(fs.existsSync(defaultSkipPath(single[0]))).toBe(false);
   });
+
+  test.each([CompressionType.LZ4, CompressionType.ZSTD, CompressionType.Snappy, CompressionType.None])(
+    'a skip rewrite keeps the compression its source shows (%s)',
+    (compression) => {
+      const src = path.join(root, `rw-comp-${compression}.sst`);
+      const w = new SstFileWriter(src, { compression });
+      for (let i = 0; i < 2000; i++) w.put(Buffer.from(`key${String(i).padStart(5, '0')}`), Buffer.from(`value ${i} `.repeat(8)));
+      w.finish();
+      const r = rewriteWithoutKeys([src], [Buffer.from('key00010')]);
+      expect(r.rewritten).toHaveLength(1);
+      const reader = TableReader.open(r.rewritten[0].to);
+      try {
+        expect(reader.properties.compressionName).toBe(compressionName(compression));
+      } finally {
+        reader.close();
+      }
+      expect(entriesOf(r.rewritten[0].to)).toHaveLength(1999);
+    },
+  );
 
   test('policies: abort holds everything back, overwrite takes all, skip rewrites without the conflicting rows', () => {
     const paths = writeSstSet(path.join(root, 'pol'), rows(), 2, rng(5));
