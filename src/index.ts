@@ -10,6 +10,8 @@
  *   same summary, report and policy objects the CLI prints), safe beside concurrent writers of
  *   the same engine (pass it as `engine`); DbImport for the check-only and plan modes.
  * - Imports to SST files only: runImport (`ingest import --output-dir`).
+ * - Resumable imports: `resume: true` on either; listPendingJobs / discardJob (`ingest pending`);
+ *   Engine.resume() after a full disk stopped a flush; Progress('json') for NDJSON progress events.
  * - The conflict check: checkSstConflicts / checkSstConflictsSliced, and ingestWithConflictCheck
  *   (check, policy and ingestion as one latched step on an open engine).
  * - The table format: SstFileWriter and TableReader (RocksDB 7.8 BlockBasedTable, both ways).
@@ -52,6 +54,11 @@ export type { ImportOptions, ImportSummary, ParserChoice } from './ingest/import
 export { KeySpec } from './ingest/rows/keySpec';
 export type { KeyColumnType } from './ingest/rows/keySpec';
 export { DEFAULT_MEMORY_LIMIT_BYTES } from './ingest/memoryBudget';
+export { listPendingJobs, discardJob } from './ingest/resume/importJob';
+export type { PendingJob, JobPhase } from './ingest/resume/importJob';
+export type { ImportResumeSummary } from './ingest/resume/jobSteps';
+export { Progress } from './ingest/progress';
+export type { ProgressEvent, ProgressMode } from './ingest/progress';
 
 export { checkSstConflicts, checkSstConflictsSliced } from './conflict/checkSstConflicts';
 export type { CheckSstConflictsOptions } from './conflict/checkSstConflicts';
