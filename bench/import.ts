@@ -1,23 +1,27 @@
 /**
- * bench/import: `ingest import` on the TPC-E-like trades CSV (key t_id:int64, value raw) against,
- * in the same run on the same file:
- * - a C++ peer doing parse, sort, SstFileWriter and IngestExternalFile with librocksdb
- *   (bench/peer/import_peer.cc), and
- * - classic-level (LevelDB from Node) batch puts of the same rows, 10k rows per batch, then a
- *   count of the keys (when the classic-level package is installed).
- * Prints each side's seconds, rows/s and MB/s, our seconds per phase and peak RSS, and the ratios
- * against the targets (<= 2x the C++ peer's time, >= 5x faster than classic-level, peak RSS
- * <= 600 MiB), with the machine's load average before and after (other processes skew ratios).
+ * bench/import: `ingest import` on the TPC-E-like trades CSV (key t_id:int64, value raw) against a
+ * C++ peer doing parse, std::sort, SstFileWriter and IngestExternalFile with librocksdb
+ * (bench/peer/import_peer.cc, built on first use by bench/peer/build.sh), in the same run on the
+ * same file (issue 16's Done-when).
  *
- * classic-level takes minutes on 10M rows: `--classic-rows N` puts only the first N rows; the
- * classic-level ratio is then one of rates (our rows/s over its rows/s), and the output says so.
- * `--classic-rows 0` skips it.
+ * Default mode: for each of --sizes (1M and 10M rows), --runs runs of each side (3), alternating
+ * and alternating which goes first, each in its own process. Per side it prints the medians of
+ * wall time (spawn to exit, as the parent sees it: start-up included for both), CPU time
+ * (user + system of the whole process, every thread: ours from process.resourceUsage in the
+ * child, the peer's from its getrusage) and peak RSS (the same sources' maxRSS), our phases per
+ * run, and ours/peer ratios against the targets: 10M rows wall <= 0.65x and peak RSS <= 400 MiB;
+ * 1M rows wall <= 1.3x. The load average before and after each size is printed: other
+ * processes on the machine skew the ratios.
  *
- * Usage: node dist/bench/import.js [--rows N (10000000)] [--memory-limit SIZE (256MiB)]
- *          [--threads N] [--merge-threads N] [--compression lz4|none] [--classic-rows N (all)]
- *          [--data-dir DIR] [--json]
+ * classic-level (LevelDB from Node) batch puts, 10k rows per batch, are opt-in
+ * (`--classic-rows N`: the first N rows of the first size's CSV, compared as rows/s; it takes
+ * minutes on 10M rows).
+ *
+ * Usage: node dist/bench/import.js [--sizes N,N (1000000,10000000) | --rows N] [--runs N (3)]
+ *          [--memory-limit SIZE (256MiB)] [--threads N] [--merge-threads N] [--compression lz4|none]
+ *          [--classic-rows N] [--data-dir DIR] [--json]
  * The CSV is generated once (bench/gen-trades, deterministic) into --data-dir (default: the
- * system temp directory) and reused. Our import runs in a child process so its peak RSS is its own.
+ * system temp directory) and reused.
  *
  * Checkpoint overhead (issue 15): the same import into an output directory with and without
  * --resume's checkpoints (fsync of every run and SST, the job's state file after each), runs
@@ -50,8 +54,10 @@ interface Args {
   threads: number | undefined;
   mergeThreads: number | undefined;
   compression: 'lz4' | 'none';
-  /** Rows classic-level puts; null = all of them. */
+  /** Rows classic-level puts (default mode, opt-in); null or 0 = it does not run. */
   classicRows: number | null;
+  /** Default mode: the CSV sizes compared with the C++ peer, in rows (--rows N: just N). */
+  sizes: number[];
   dataDir: string;
   json: boolean;
   intoDb: boolean;
@@ -78,6 +84,7 @@ function parseArgs(argv: string[]): Args {
     mergeThreads: undefined,
     compression: 'lz4',
     classicRows: null,
+    sizes: [1_000_000, 10_000_000],
     dataDir: os.tmpdir(),
     json: false,
     intoDb: false,
@@ -109,7 +116,12 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--merge-threads') a.mergeThreads = count();
     else if (k === '--compression') a.compression = v() === 'none' ? 'none' : 'lz4';
     else if (k === '--classic-rows') a.classicRows = count();
-    else if (k === '--data-dir') a.dataDir = v();
+    else if (k === '--sizes') {
+      a.sizes = v()
+        .split(',')
+        .map((x) => Number(x));
+      if (a.sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--sizes needs positive integers, comma separated');
+    } else if (k === '--data-dir') a.dataDir = v();
     else if (k === '--json') a.json = true;
     else if (k === '--into-db') a.intoDb = true;
     else if (k === '--existing-rows') a.existingRows = count();
@@ -192,7 +204,15 @@ async function child(argv: string[]): Promise<void> {
   // The parent needs the file count, not every file's listing.
   const files = summary.outputFiles.length;
   summary.outputFiles = summary.outputFiles.slice(0, 3);
-  process.stdout.write(`${JSON.stringify({ ...summary, outputFileCount: files })}\n`);
+  const u = process.resourceUsage();
+  const usage: ChildUsage = { cpuSeconds: (u.userCPUTime + u.systemCPUTime) / 1e6, maxRssKiB: u.maxRSS };
+  process.stdout.write(`${JSON.stringify({ ...summary, outputFileCount: files, usage })}\n`);
+}
+
+/** The child's own accounting at its end: every thread's CPU (workers included) and its peak RSS. */
+interface ChildUsage {
+  cpuSeconds: number;
+  maxRssKiB: number;
 }
 
 interface PeerResult {
@@ -205,7 +225,15 @@ interface PeerResult {
   files: number;
 }
 
-function runPeer(csv: string, work: string, compression: string): PeerResult | string {
+/** What import_peer prints: its phases and its getrusage (RocksDB's threads included). */
+interface PeerOutput extends PeerResult {
+  userCpuSeconds: number;
+  systemCpuSeconds: number;
+  maxRssKiB: number;
+}
+
+/** One run of the C++ peer (built on first use): its phases, and the process as for ours. */
+function runPeer(csv: string, work: string, compression: string): { result: PeerResult; sample: ProcessSample } | string {
   const root = repoRoot();
   const binary = path.join(root, 'bench', 'peer', 'build', 'import_peer');
   if (!fs.existsSync(binary)) {
@@ -215,13 +243,20 @@ function runPeer(csv: string, work: string, compression: string): PeerResult | s
   }
   const sstDir = path.join(work, 'peer-sst');
   fs.mkdirSync(sstDir, { recursive: true });
+  const t0 = performance.now();
   const r = spawnSync(
     binary,
     ['--input', csv, '--db', path.join(work, 'peer-db'), '--sst-dir', sstDir, '--delimiter', '|', '--header', '--compression', compression],
     { encoding: 'utf8' },
   );
+  const wallSeconds = (performance.now() - t0) / 1000;
+  fs.rmSync(sstDir, { recursive: true, force: true });
+  fs.rmSync(path.join(work, 'peer-db'), { recursive: true, force: true });
   if (r.status !== 0) return `C++ peer failed: ${r.stderr}`;
-  return JSON.parse(r.stdout) as PeerResult;
+  const out = JSON.parse(r.stdout) as PeerOutput;
+  if (out.maxRssKiB === undefined) return 'C++ peer is an old build without getrusage figures: rm bench/peer/build/import_peer';
+  const { userCpuSeconds, systemCpuSeconds, maxRssKiB, ...result } = out;
+  return { result, sample: { wallSeconds, cpuSeconds: userCpuSeconds + systemCpuSeconds, peakRssMiB: maxRssKiB / 1024 } };
 }
 
 /** What the bench uses of classic-level (a devDependency: absent from production installs). */
@@ -344,139 +379,216 @@ async function main(): Promise<void> {
     resumeOverhead(a);
     return;
   }
-  const rows = a.rows ?? 10_000_000;
+  await comparePeer(a);
+}
+
+/** One process's measurement: wall time seen by the parent (start-up included), CPU and peak RSS. */
+interface ProcessSample {
+  wallSeconds: number;
+  /** User + system CPU seconds of the whole process (all its threads). */
+  cpuSeconds: number;
+  peakRssMiB: number;
+}
+
+/** The targets of issue 16, by input size; other sizes get their ratios printed, no target. */
+const PEER_TARGETS: Readonly<Record<number, { wallRatioAtMost: number; peakRssMiBAtMost: number | null }>> = {
+  1_000_000: { wallRatioAtMost: 1.3, peakRssMiBAtMost: null },
+  10_000_000: { wallRatioAtMost: 0.65, peakRssMiBAtMost: 400 },
+};
+
+interface SizeReport {
+  rows: number;
+  inputBytes: number;
+  runs: number;
+  loadAverage: { before: string; after: string };
+  ours: ProcessSample[];
+  peer: ProcessSample[] | string;
+  /** Our import's own phases (its summary), per run. */
+  oursPhases: ImportSummary['phases'][];
+  oursThreads: { parse: number; merge: number; runs: number; files: number };
+  peerPhases: Omit<PeerResult, 'rows' | 'files'>[];
+  medians: { ours: ProcessSample; peer: ProcessSample | null };
+  ratios: { wall: number | null; cpu: number | null; peakRss: number | null };
+  target: { wallRatioAtMost: number; peakRssMiBAtMost: number | null } | null;
+  met: { wall: boolean | null; peakRss: boolean | null };
+}
+
+function medianSample(xs: readonly ProcessSample[]): ProcessSample {
+  return {
+    wallSeconds: median(xs.map((x) => x.wallSeconds)),
+    cpuSeconds: median(xs.map((x) => x.cpuSeconds)),
+    peakRssMiB: median(xs.map((x) => x.peakRssMiB)),
+  };
+}
+
+/**
+ * One size: ours and the peer alternating (which goes first alternates too, so a drift in the
+ * machine's load or the page cache falls on both), `a.runs` runs each; medians and ratios.
+ */
+function compareSize(a: Args, rows: number): SizeReport {
   const csv = ensureCsv(a.dataDir, rows);
   const inputBytes = fs.statSync(csv).size;
-  const mb = inputBytes / 1e6;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-'));
   const loadBefore = loadAverage();
+  const ours: ProcessSample[] = [];
+  const oursPhases: ImportSummary['phases'][] = [];
+  const peerSamples: ProcessSample[] = [];
+  const peerPhases: SizeReport['peerPhases'] = [];
+  let peerError: string | null = null;
+  let threads = { parse: 0, merge: 0, runs: 0, files: 0 };
   try {
-    const opt = (n: number | undefined): string => (n === undefined ? '' : String(n));
-    const c = spawnSync(
-      process.execPath,
-      [__filename, '--child', csv, path.join(work, 'ours'), work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression],
-      {
-        encoding: 'utf8',
-        maxBuffer: 16 << 20,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    if (c.status !== 0) throw new Error(`our import failed (exit ${c.status})`);
-    const ours = JSON.parse(c.stdout) as ImportSummary & { outputFileCount: number };
-    fs.rmSync(path.join(work, 'ours'), { recursive: true, force: true });
-    const peer = runPeer(csv, work, a.compression);
-    fs.rmSync(path.join(work, 'peer-sst'), { recursive: true, force: true });
-    fs.rmSync(path.join(work, 'peer-db'), { recursive: true, force: true });
-    const classicRows = a.classicRows ?? ours.rowsRead;
-    let classic: ClassicResult | string = 'skipped (--classic-rows 0)';
-    if (classicRows > 0) {
-      classic = await runClassicLevel(csv, work, classicRows);
-      if (typeof classic !== 'string') classic.prefix = classic.rows < ours.rowsRead;
+    for (let i = 0; i < a.runs; i++) {
+      const order: ('ours' | 'peer')[] = i % 2 === 0 ? ['ours', 'peer'] : ['peer', 'ours'];
+      for (const side of order) {
+        if (side === 'ours') {
+          const r = spawnOurs(csv, work, a, false);
+          ours.push(r.sample);
+          oursPhases.push(r.summary.phases);
+          threads = { parse: r.summary.parseThreads, merge: r.summary.mergeThreads, runs: r.summary.runs, files: r.files };
+        } else if (peerError === null) {
+          const p = runPeer(csv, work, a.compression);
+          if (typeof p === 'string') peerError = p;
+          else {
+            peerSamples.push(p.sample);
+            const { rows: _rows, files: _files, ...phases } = p.result;
+            peerPhases.push(phases);
+          }
+        }
+      }
     }
-    const loadAfter = loadAverage();
-    const oursSeconds = ours.phases.totalSeconds;
-    const oursRowsPerSecond = ours.rowsRead / oursSeconds;
-    // Same rows: a ratio of times. A prefix: a ratio of rates (rows/s), which is what it estimates.
-    const classicOverOurs =
-      typeof classic === 'string'
-        ? null
-        : classic.prefix
-          ? oursRowsPerSecond / (classic.rows / classic.seconds)
-          : classic.seconds / oursSeconds;
-    const report = {
-      rows,
-      inputBytes,
-      memoryLimit: a.memoryLimit,
-      compression: a.compression,
-      loadAverage: { before: loadBefore, after: loadAfter },
-      ours: {
-        seconds: oursSeconds,
-        rowsPerSecond: Math.round(oursRowsPerSecond),
-        mbPerSecond: +(mb / oursSeconds).toFixed(1),
-        phases: ours.phases,
-        parseThreads: ours.parseThreads,
-        mergeThreads: ours.mergeThreads,
-        runs: ours.runs,
-        files: ours.outputFileCount,
-        peakRssMiB: +(ours.peakRssBytes / (1 << 20)).toFixed(1),
-      },
-      peer:
-        typeof peer === 'string'
-          ? peer
-          : { ...peer, rowsPerSecond: Math.round(peer.rows / peer.totalSeconds), mbPerSecond: +(mb / peer.totalSeconds).toFixed(1) },
-      classicLevel:
-        typeof classic === 'string'
-          ? classic
-          : {
-              ...classic,
-              rowsPerSecond: Math.round(classic.rows / classic.seconds),
-              mbPerSecond: +(classic.bytes / 1e6 / classic.seconds).toFixed(1),
-            },
-      ratios: {
-        oursOverPeer: typeof peer === 'string' ? null : +(oursSeconds / peer.totalSeconds).toFixed(2),
-        classicLevelOverOurs: classicOverOurs === null ? null : +classicOverOurs.toFixed(2),
-        classicLevelRatioIsOfRates: typeof classic !== 'string' && classic.prefix,
-        classicLevelOverPeer:
-          typeof classic === 'string' || typeof peer === 'string'
-            ? null
-            : +(peer.rows / peer.totalSeconds / (classic.rows / classic.seconds)).toFixed(2),
-      },
-      targets: { oursOverPeerAtMost: 2, classicLevelOverOursAtLeast: 5, peakRssMiBAtMost: 600 },
-    };
-    if (a.json) {
-      process.stdout.write(`${JSON.stringify(report)}\n`);
-      return;
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  const mOurs = medianSample(ours);
+  const mPeer = peerError === null ? medianSample(peerSamples) : null;
+  const ratio = (x: number, y: number | undefined): number | null => (y === undefined ? null : +(x / y).toFixed(3));
+  const target = PEER_TARGETS[rows] ?? null;
+  const ratios = {
+    wall: ratio(mOurs.wallSeconds, mPeer?.wallSeconds),
+    cpu: ratio(mOurs.cpuSeconds, mPeer?.cpuSeconds),
+    peakRss: ratio(mOurs.peakRssMiB, mPeer?.peakRssMiB),
+  };
+  return {
+    rows,
+    inputBytes,
+    runs: a.runs,
+    loadAverage: { before: loadBefore, after: loadAverage() },
+    ours,
+    peer: peerError ?? peerSamples,
+    oursPhases,
+    oursThreads: threads,
+    peerPhases,
+    medians: { ours: mOurs, peer: mPeer },
+    ratios,
+    target,
+    met: {
+      wall: target === null || ratios.wall === null ? null : ratios.wall <= target.wallRatioAtMost,
+      peakRss: target === null || target.peakRssMiBAtMost === null ? null : mOurs.peakRssMiB <= target.peakRssMiBAtMost,
+    },
+  };
+}
+
+/** The human lines of one size's report. */
+function formatSize(r: SizeReport): string[] {
+  const s = (x: ProcessSample): string =>
+    `wall ${x.wallSeconds.toFixed(2).padStart(6)} s  cpu ${x.cpuSeconds.toFixed(2).padStart(6)} s  peak RSS ${x.peakRssMiB.toFixed(0).padStart(5)} MiB`;
+  const runs = (xs: readonly ProcessSample[]): string => xs.map((x) => x.wallSeconds.toFixed(2)).join(', ');
+  const out = [
+    `${r.rows.toLocaleString('en-US')} trade rows (${(r.inputBytes / 1e6).toFixed(0)} MB), ${r.runs} runs each, alternating; load average ${r.loadAverage.before} before, ${r.loadAverage.after} after`,
+    `  ingest import  median ${s(r.medians.ours)}   (wall per run ${runs(r.ours)}; ${r.oursThreads.parse} parse / ${r.oursThreads.merge} merge threads, ${r.oursThreads.runs} runs, ${r.oursThreads.files} files)`,
+  ];
+  const ph = r.oursPhases.map((p) => `parse ${p.parseSeconds}s merge+write ${p.mergeSeconds}s publish ${p.publishSeconds}s`);
+  out.push(`                 phases per run: ${ph.join(' | ')}`);
+  if (typeof r.peer === 'string') out.push(`  C++ peer       ${r.peer}`);
+  else {
+    out.push(`  C++ peer       median ${s(r.medians.peer as ProcessSample)}   (wall per run ${runs(r.peer)})`);
+    const pp = r.peerPhases.map(
+      (p) => `parse ${p.parseSeconds}s sort ${p.sortSeconds}s write ${p.writeSeconds}s ingest ${p.ingestSeconds}s`,
+    );
+    out.push(`                 phases per run: ${pp.join(' | ')}`);
+  }
+  const t = r.target;
+  const verdict = (met: boolean | null): string => (met === null ? '' : met ? ' met' : ' NOT met');
+  out.push(
+    `  ratios ours/peer: wall ${r.ratios.wall ?? 'n/a'}${t === null ? '' : ` (target <= ${t.wallRatioAtMost}:${verdict(r.met.wall)})`}; ` +
+      `cpu ${r.ratios.cpu ?? 'n/a'}; peak RSS ${r.ratios.peakRss ?? 'n/a'}` +
+      (t !== null && t.peakRssMiBAtMost !== null
+        ? `; our peak RSS ${r.medians.ours.peakRssMiB.toFixed(0)} MiB (target <= ${t.peakRssMiBAtMost} MiB:${verdict(r.met.peakRss)})`
+        : ''),
+  );
+  return out;
+}
+
+/** The default mode: every --sizes size against the C++ peer, then classic-level if asked. */
+async function comparePeer(a: Args): Promise<void> {
+  const sizes = a.rows !== null ? [a.rows] : a.sizes;
+  const reports: SizeReport[] = [];
+  if (!a.json)
+    process.stdout.write(
+      `import bench: --memory-limit ${a.memoryLimit}, ${a.compression}; node ${process.version}, ${os.cpus().length} cpus\n`,
+    );
+  for (const rows of sizes) {
+    const r = compareSize(a, rows);
+    reports.push(r);
+    if (!a.json) process.stdout.write(`${formatSize(r).join('\n')}\n`);
+  }
+  const classic = a.classicRows === null || a.classicRows === 0 ? null : await classicComparison(a, sizes[0], reports[0]);
+  if (a.json) process.stdout.write(`${JSON.stringify({ sizes: reports, classicLevel: classic })}\n`);
+}
+
+/**
+ * classic-level batch puts of the first --classic-rows rows of the first size's CSV, against our
+ * median rate there (a ratio of rows/s; target: classic-level at least 5x slower). Opt-in: on
+ * 10M rows it takes minutes.
+ */
+async function classicComparison(a: Args, rows: number, ours: SizeReport): Promise<ClassicResult | string> {
+  const csv = ensureCsv(a.dataDir, rows);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-classic-'));
+  try {
+    const classic = await runClassicLevel(csv, work, Math.min(rows, a.classicRows ?? rows));
+    if (typeof classic === 'string') {
+      if (!a.json) process.stdout.write(`classic-level  ${classic}\n`);
+      return classic;
     }
-    const line = (name: string, s: number, rows: number, bytes: number): string =>
-      `${name.padEnd(14)} ${s.toFixed(2).padStart(8)} s ${Math.round(rows / s)
-        .toLocaleString('en-US')
-        .padStart(12)} rows/s ${(bytes / 1e6 / s).toFixed(1).padStart(8)} MB/s`;
-    const out: string[] = [];
-    out.push(
-      `import bench: ${rows.toLocaleString('en-US')} trade rows, ${mb.toFixed(0)} MB, --memory-limit ${a.memoryLimit}, ${a.compression}; load average ${loadBefore} before, ${loadAfter} after`,
-    );
-    const ph = ours.phases;
-    out.push(
-      `${line('ingest import', oursSeconds, ours.rowsRead, inputBytes)}  (parse ${ph.parseSeconds}s, merge+write ${ph.mergeSeconds}s, publish ${ph.publishSeconds}s; ${ours.parseThreads} parse / ${ours.mergeThreads} merge threads, ${ours.runs} runs, ${ours.outputFileCount} files; peak RSS ${report.ours.peakRssMiB} MiB)`,
-    );
-    if (typeof peer === 'string') out.push(`C++ peer       ${peer}`);
-    else
-      out.push(
-        `${line('C++ peer', peer.totalSeconds, peer.rows, inputBytes)}  (parse ${peer.parseSeconds}s, sort ${peer.sortSeconds}s, write ${peer.writeSeconds}s, ingest ${peer.ingestSeconds}s; ${peer.files} files)`,
+    classic.prefix = classic.rows < rows;
+    const oursRate = rows / ours.medians.ours.wallSeconds;
+    const classicRate = classic.rows / classic.seconds;
+    if (!a.json)
+      process.stdout.write(
+        `classic-level  ${classic.rows.toLocaleString('en-US')} rows in ${classic.seconds.toFixed(2)} s (${Math.round(classicRate).toLocaleString('en-US')} rows/s, ${CLASSIC_BATCH_ROWS}-row batches; ` +
+          `counted ${classic.counted.toLocaleString('en-US')} back, not timed); ours/classic-level rows/s ${(oursRate / classicRate).toFixed(2)} (target >= 5)\n`,
       );
-    if (typeof classic === 'string') out.push(`classic-level  ${classic}`);
-    else {
-      const what = classic.prefix ? `first ${classic.rows.toLocaleString('en-US')} rows only (--classic-rows)` : 'all rows';
-      out.push(
-        `${line('classic-level', classic.seconds, classic.rows, classic.bytes)}  (${what}, ${CLASSIC_BATCH_ROWS.toLocaleString('en-US')}-row batches; counted ${classic.counted.toLocaleString('en-US')} keys back in ${classic.countSeconds.toFixed(2)}s, not timed)`,
-      );
-    }
-    const r = report.ratios;
-    const classicText =
-      r.classicLevelOverOurs === null
-        ? 'n/a'
-        : `${r.classicLevelOverOurs}${r.classicLevelRatioIsOfRates ? ' (ratio of rows/s: classic-level ran on a prefix)' : ''}`;
-    out.push(
-      `ratios: ours/peer time ${r.oursOverPeer ?? 'n/a'} (target <= 2); classic-level/ours ${classicText} (target >= 5); peer/classic-level rows/s ${r.classicLevelOverPeer ?? 'n/a'}; peak RSS ${report.ours.peakRssMiB} MiB (target <= 600)`,
-    );
-    process.stdout.write(`${out.join('\n')}\n`);
+    return classic;
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
 
-/** One import in a child process (its own peak RSS), with or without the resumable job's checkpoints. */
-function runOursOnce(csv: string, work: string, a: Args, resume: boolean): ImportSummary {
+/**
+ * One import in a child process (its own peak RSS), with or without the resumable job's
+ * checkpoints: its summary, and the process as the parent saw it (wall from spawn to exit,
+ * start-up included, as for the peer; CPU and peak RSS from the child's process.resourceUsage).
+ */
+function spawnOurs(csv: string, work: string, a: Args, resume: boolean): { summary: ImportSummary; files: number; sample: ProcessSample } {
   const out = path.join(work, 'ours');
   const opt = (n: number | undefined): string => (n === undefined ? '' : String(n));
+  const t0 = performance.now();
   const c = spawnSync(
     process.execPath,
     [__filename, '--child', csv, out, work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression, resume ? 'resume' : 'plain'],
     { encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  const wallSeconds = (performance.now() - t0) / 1000;
   fs.rmSync(out, { recursive: true, force: true });
   if (c.status !== 0) throw new Error(`our import failed (exit ${c.status})`);
-  return JSON.parse(c.stdout) as ImportSummary;
+  const r = JSON.parse(c.stdout) as ImportSummary & { outputFileCount: number; usage: ChildUsage };
+  const sample = { wallSeconds, cpuSeconds: r.usage.cpuSeconds, peakRssMiB: r.usage.maxRssKiB / 1024 };
+  return { summary: r, files: r.outputFileCount, sample };
+}
+
+/** One import in a child process, with or without checkpoints (--resume-overhead). */
+function runOursOnce(csv: string, work: string, a: Args, resume: boolean): ImportSummary {
+  return spawnOurs(csv, work, a, resume).summary;
 }
 
 function median(xs: readonly number[]): number {

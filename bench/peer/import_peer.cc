@@ -11,8 +11,11 @@
 // Usage: import_peer --input FILE --db DIR --sst-dir DIR [--delimiter C] [--header]
 //                    [--target-file-size BYTES] [--compression lz4|none]
 // Prints one JSON object: rows, inputBytes, parseSeconds, sortSeconds, writeSeconds,
-// ingestSeconds, totalSeconds, files.
+// ingestSeconds, totalSeconds, files, and the process's own accounting from getrusage
+// (RUSAGE_SELF, RocksDB's background threads included): userCpuSeconds, systemCpuSeconds,
+// maxRssKiB (peak resident set).
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -191,9 +194,14 @@ int main(int argc, char** argv) {
   if (data != nullptr) munmap(const_cast<char*>(data), size);
   close(fd);
 
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) Die("getrusage failed");
+  auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
   std::printf(
       "{\"rows\":%zu,\"inputBytes\":%zu,\"parseSeconds\":%.3f,\"sortSeconds\":%.3f,\"writeSeconds\":%.3f,"
-      "\"ingestSeconds\":%.3f,\"totalSeconds\":%.3f,\"files\":%zu}\n",
-      rows.size(), size, Seconds(t0, t1), Seconds(t1, t2), Seconds(t2, t3), Seconds(t3, t4), Seconds(t0, t4), files.size());
+      "\"ingestSeconds\":%.3f,\"totalSeconds\":%.3f,\"files\":%zu,\"userCpuSeconds\":%.3f,\"systemCpuSeconds\":%.3f,"
+      "\"maxRssKiB\":%ld}\n",
+      rows.size(), size, Seconds(t0, t1), Seconds(t1, t2), Seconds(t2, t3), Seconds(t3, t4), Seconds(t0, t4), files.size(),
+      tv(usage.ru_utime), tv(usage.ru_stime), usage.ru_maxrss);
   return 0;
 }
