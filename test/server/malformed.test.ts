@@ -596,7 +596,7 @@ test('bad query options, unknown routes and methods, raw garbage on a TCP socket
     ['name=', 'name must be 1..256 characters'],
     ['key=1&key=2', 'query parameter key is given twice'],
     ['value-format=xml', "argument 'xml' is invalid"],
-    ['compression=zstd', "argument 'zstd' is invalid"],
+    ['compression=bzip2', "argument 'bzip2' is invalid"],
   ];
   for (let i = 0; i < 60; i++) {
     const [query, message] = badOptions[i % badOptions.length];
