@@ -368,51 +368,50 @@ static napi_value xxh3_low32_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
-static napi_value lz4_decode_into_js(napi_env env, napi_callback_info info) {
+/**
+ * The arguments of a decodeInto(src, srcStart, srcEnd, dst) call: false (with a JavaScript error
+ * thrown) when they are not two byte arrays and a range inside the first.
+ */
+static int get_decode_args(napi_env env, napi_callback_info info, const char *usage, uint8_t **src, size_t *srcLength,
+                            uint8_t **dst, size_t *dstLength) {
   size_t argc = 4;
   napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  uint8_t *src, *dst;
-  size_t srcLength, dstLength, start, end;
+  size_t start, end;
   if (argc != 4) {
-    throw_invalid(env, "lz4DecodeInto(src, srcStart, srcEnd, dst)");
-    return NULL;
+    throw_invalid(env, usage);
+    return 0;
   }
-  if (!get_bytes(env, argv[0], &src, &srcLength) || !get_index(env, argv[1], srcLength, &start) ||
-      !get_index(env, argv[2], srcLength, &end) || !get_bytes(env, argv[3], &dst, &dstLength))
-    return NULL;
+  uint8_t *whole;
+  size_t wholeLength;
+  if (!get_bytes(env, argv[0], &whole, &wholeLength) || !get_index(env, argv[1], wholeLength, &start) ||
+      !get_index(env, argv[2], wholeLength, &end) || !get_bytes(env, argv[3], dst, dstLength))
+    return 0;
   if (start > end) {
-    throw_invalid(env, "lz4DecodeInto: srcStart > srcEnd");
-    return NULL;
+    throw_invalid(env, "decodeInto: srcStart > srcEnd");
+    return 0;
   }
-  enum Lz4DecodeStatus status = lz4_decode_block(src + start, end - start, dst, dstLength);
-  if (status != LZ4_DECODE_OK) {
-    throw_coded(env, "LZ4_MALFORMED", lz4_decode_status_text(status), NULL, 0, NULL, 0);
-  }
+  *src = whole + start;
+  *srcLength = end - start;
+  return 1;
+}
+
+static napi_value lz4_decode_into_js(napi_env env, napi_callback_info info) {
+  uint8_t *src, *dst;
+  size_t srcLength, dstLength;
+  if (!get_decode_args(env, info, "lz4DecodeInto(src, srcStart, srcEnd, dst)", &src, &srcLength, &dst, &dstLength)) return NULL;
+  enum Lz4DecodeStatus status = lz4_decode_block(src, srcLength, dst, dstLength);
+  if (status != LZ4_DECODE_OK) throw_coded(env, "LZ4_MALFORMED", lz4_decode_status_text(status), NULL, 0, NULL, 0);
   return NULL;
 }
 
 static napi_value snappy_decode_into_js(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   uint8_t *src, *dst;
-  size_t srcLength, dstLength, start, end;
-  if (argc != 4) {
-    throw_invalid(env, "snappyDecodeInto(src, srcStart, srcEnd, dst)");
+  size_t srcLength, dstLength;
+  if (!get_decode_args(env, info, "snappyDecodeInto(src, srcStart, srcEnd, dst)", &src, &srcLength, &dst, &dstLength))
     return NULL;
-  }
-  if (!get_bytes(env, argv[0], &src, &srcLength) || !get_index(env, argv[1], srcLength, &start) ||
-      !get_index(env, argv[2], srcLength, &end) || !get_bytes(env, argv[3], &dst, &dstLength))
-    return NULL;
-  if (start > end) {
-    throw_invalid(env, "snappyDecodeInto: srcStart > srcEnd");
-    return NULL;
-  }
-  enum SnappyDecodeStatus status = snappy_decode_block(src + start, end - start, dst, dstLength);
-  if (status != SNAPPY_DECODE_OK) {
-    throw_coded(env, "SNAPPY_MALFORMED", snappy_decode_status_text(status), NULL, 0, NULL, 0);
-  }
+  enum SnappyDecodeStatus status = snappy_decode_block(src, srcLength, dst, dstLength);
+  if (status != SNAPPY_DECODE_OK) throw_coded(env, "SNAPPY_MALFORMED", snappy_decode_status_text(status), NULL, 0, NULL, 0);
   return NULL;
 }
 

@@ -17,6 +17,7 @@ import { IngestError } from '../../src/util/errors';
 import { CompressionType } from '../../src/sstable/compression';
 import { runCli } from '../support/cli';
 import { tempDir } from './support';
+import { dbContents } from '../support/dbContents';
 
 jest.setTimeout(120_000);
 
@@ -49,37 +50,8 @@ function writeInput(file: string): void {
 }
 
 function importArgs(input: string, db: string, extra: string[] = []): string[] {
-  return [
-    'import',
-    input,
-    '--header',
-    '--key',
-    'id:int64',
-    '--db',
-    db,
-    '--compression',
-    'none',
-    '--threads',
-    '2',
-    '--memory-limit',
-    '8MiB',
-    '--json',
-    '--quiet',
-    ...extra,
-  ];
-}
-
-async function dbContents(dir: string, engine?: Engine): Promise<string[]> {
-  const e = engine ?? (await Engine.open(dir, { createIfMissing: false }));
-  const out: string[] = [];
-  const it = e.newIterator();
-  try {
-    for (it.first(); it.valid(); it.next()) out.push(`${it.key().toString('hex')}=${it.value().toString('hex')}`);
-  } finally {
-    it.close();
-    if (engine === undefined) await e.close();
-  }
-  return out;
+  const settings = '--header --key id:int64 --compression none --threads 2 --memory-limit 8MiB --json --quiet';
+  return ['import', input, '--db', db, ...settings.split(' '), ...extra];
 }
 
 /** A database holding a few rows below the import's keys, so "unchanged" has something to compare. */

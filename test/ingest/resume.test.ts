@@ -29,24 +29,8 @@ function writeInput(file: string, rows = ROWS, seed = 11): void {
 }
 
 function importArgs(input: string, db: string, extra: string[] = []): string[] {
-  return [
-    'import',
-    input,
-    '--header',
-    '--key',
-    'id:int64',
-    '--db',
-    db,
-    '--threads',
-    '2',
-    '--memory-limit',
-    '8MiB',
-    '--target-file-size',
-    '64KiB',
-    '--json',
-    '--quiet',
-    ...extra,
-  ];
+  const settings = '--header --key id:int64 --threads 2 --memory-limit 8MiB --target-file-size 64KiB --json --quiet';
+  return ['import', input, '--db', db, ...settings.split(' '), ...extra];
 }
 
 /** Leaves a pending job in `db`: the import SIGKILLed after its third SST. */

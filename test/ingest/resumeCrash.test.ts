@@ -9,9 +9,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { Engine } from '../../src/engine/engine';
 import { runCliChild as runCli } from '../support/cliChild';
 import { readOutputSsts, tempDir } from './support';
+import { dbContents } from '../support/dbContents';
 
 jest.setTimeout(240_000);
 
@@ -56,19 +56,6 @@ function importArgs(input: string, target: { db: string } | { outputDir: string 
     '--json',
     '--quiet',
   ];
-}
-
-async function dbContents(dir: string): Promise<string[]> {
-  const engine = await Engine.open(dir, { createIfMissing: false });
-  const out: string[] = [];
-  const it = engine.newIterator();
-  try {
-    for (it.first(); it.valid(); it.next()) out.push(`${it.key().toString('hex')}=${it.value().toString('hex')}`);
-  } finally {
-    it.close();
-    await engine.close();
-  }
-  return out;
 }
 
 function outputContents(dir: string): string[] {
