@@ -13,8 +13,12 @@
  * Output (--output-dir): with --json one summary object on stdout; otherwise one human line on
  * stdout unless --quiet. Progress goes to stderr when it is a TTY (not with --quiet). Exit codes:
  * 0 success; 2 bad input, duplicates under --on-duplicate error, usage (the database options
- * without --db too); 1 anything else. On any failure, and on Ctrl-C, nothing is left in DIR or in
- * the temp directory.
+ * without --db too); 1 anything else (NO_SPACE for a full disk among them). Nothing is published
+ * in DIR unless the whole import is done. A failure the same command would meet again (bad input,
+ * duplicates, usage) leaves nothing behind; an interruption (Ctrl-C, SIGTERM, a kill, a full disk,
+ * I/O) keeps the import's checkpoints in DIR/.import-job-<id>/, and running the same command again
+ * resumes it (--no-resume starts over; `ingest pending DIR` lists them; docs/import.md).
+ * --progress json writes NDJSON progress events on stderr (src/ingest/progress.ts).
  */
 import { Command } from 'commander';
 import { IngestError } from '../../src/util/errors';

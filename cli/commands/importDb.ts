@@ -20,7 +20,9 @@
  *
  * Exit codes: 0 ingested (or planned: a plan exits 0 even with conflicts, and shows them);
  * 3 conflicts under abort, nothing ingested, after the report is written; 2 bad input or usage;
- * 1 anything else. On every failure and on Ctrl-C the private directory is removed.
+ * 1 anything else. `import` is resumable (see cli/commands/import.ts): an interrupted run keeps its
+ * job directory in DIR for the next run of the same command; `plan` and `check` change nothing and
+ * remove their private directory on every failure and on Ctrl-C.
  */
 import { Command } from 'commander';
 import { DbImport, DbImportFile, DbImportResult, conflictFailure } from '../../src/ingest/importIntoDb';

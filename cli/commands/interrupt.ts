@@ -1,7 +1,8 @@
 /**
  * Ctrl-C and SIGTERM for the commands that run an import job: the job's own synchronous cleanup
- * runs (its temp, scratch and partial output files go), one line on stderr says what was
- * abandoned, and the process exits 130 (the shell's code for death by SIGINT).
+ * runs (its temp, scratch and partial output files go; a resumable import keeps its checkpoints
+ * instead, src/ingest/resume/), one line on stderr says what was abandoned or kept, and the
+ * process exits 130 (the shell's code for death by SIGINT).
  *
  * Why a handler at all: Node's default on SIGINT kills the process at once, which would leave
  * the job's sorted runs and half-written SSTs behind; the handler exists only while the job runs.
