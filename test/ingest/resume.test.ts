@@ -78,6 +78,22 @@ test('a killed import is pending, listed with its phase, and the same command re
   expect((await pending(db)).pending).toEqual([]);
 });
 
+test('SIGTERM (what a nightly scheduler sends on timeout) keeps the import: exit 130, pending, and resumed by the same command', async () => {
+  const input = path.join(root, 'term.csv');
+  writeInput(input, 200_000);
+  const db = path.join(root, 'db-term');
+  const stopped = await runCliChild(importArgs(input, db), {}, 1500, 'SIGTERM');
+  expect(stopped.code).toBe(130);
+  expect(stopped.stderr).toContain(
+    `interrupted: the import is kept: run the same command again to resume it (ingest pending ${db} lists it)`,
+  );
+  expect((await pending(db)).pending).toHaveLength(1);
+  const resumed = await runCli(...importArgs(input, db));
+  expect(resumed.code).toBe(0);
+  expect(JSON.parse(resumed.stdout).import.resume.resumed).toBe(true);
+  expect((await pending(db)).pending).toEqual([]);
+});
+
 test.each([
   [
     'appended input',

@@ -14,7 +14,12 @@ export interface ChildResult {
   stderr: string;
 }
 
-export function runCliChild(args: string[], env: Record<string, string>, killAfterMs?: number): Promise<ChildResult> {
+export function runCliChild(
+  args: string[],
+  env: Record<string, string>,
+  killAfterMs?: number,
+  signal: NodeJS.Signals = 'SIGKILL',
+): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -28,7 +33,7 @@ export function runCliChild(args: string[], env: Record<string, string>, killAft
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = killAfterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), killAfterMs) : null;
+    const timer = killAfterMs !== undefined ? setTimeout(() => child.kill(signal), killAfterMs) : null;
     child.on('error', reject);
     child.on('close', (code, signal) => {
       if (timer !== null) clearTimeout(timer);
