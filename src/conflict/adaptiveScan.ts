@@ -18,7 +18,10 @@
  * Policy (StrategyChooser):
  * - The first chunk runs `first`; then one small chunk of the other strategy (an exploration), so
  *   both have a cost per key; the preferred strategy is the one with the lower estimate, and a
- *   switch needs the other to be SWITCH_MARGIN cheaper (no flapping between near-equals).
+ *   switch needs the other to be SWITCH_MARGIN cheaper (no flapping between near-equals). An
+ *   unconfident first choice runs a first chunk as short as an exploration (a wrong guess costs
+ *   little); a confident one (FirstChoice.confident) is not explored until the time budget below
+ *   allows, so a scan of a few hundred microseconds is not taxed by a forced exploration.
  * - The preferred strategy's estimate is the median of its last few chunks (a pause of the
  *   process inflates one chunk, not three); the other's is its latest exploration.
  * - Explorations repeat, so that a change in density is noticed, but only after the preferred
@@ -75,10 +78,21 @@ export const MIN_KEYS_BETWEEN_EXPLORATIONS = { first: 256, last: 4096 };
 /** Samples kept per strategy; the preferred one's estimate is their median. */
 const SAMPLES_KEPT = 3;
 
+/** The first chunk's strategy, and whether its rule is far enough from its threshold to be trusted. */
+export interface FirstChoice {
+  strategy: ScanStrategy;
+  /**
+   * True: the first exploration waits for the time budget like every later one (a small scan
+   * then runs the first strategy alone). False: the first chunk is short and the other strategy
+   * is explored right after it, so that both are measured before much is spent on either.
+   */
+  confident: boolean;
+}
+
 export interface AdaptiveScanOptions {
   trySeekUsingNext: boolean;
-  /** The strategy of the first chunk, asked only once the engine is known to hold keys in the span. */
-  chooseFirst: () => ScanStrategy;
+  /** The first chunk's strategy, asked only once the engine is known to hold keys in the span. */
+  chooseFirst: () => FirstChoice;
   /** Milliseconds, monotonic (default performance.now); tests pass their own to steer the choices. */
   clockMs?: () => number;
 }
@@ -138,8 +152,9 @@ function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbItera
     sst.first();
     const cursor = new SeekCursor(eng, sst, input.collector, opts.trySeekUsingNext);
     const lookups = new PointLookups(input, sst);
-    const firstStrategy = opts.chooseFirst();
-    const chooser = new StrategyChooser(firstStrategy);
+    const first = opts.chooseFirst();
+    const firstStrategy = first.strategy;
+    const chooser = new StrategyChooser(first);
     let getKeys = 0;
     let last: ScanStrategy | null = null;
     while (!cursor.done) {
@@ -222,15 +237,20 @@ class StrategyChooser {
   private chunks = 0;
   private explorations = 0;
   private switches = 0;
+  /** The first choice was confident: the first exploration too waits for the budget. */
+  private readonly confident: boolean;
 
-  constructor(first: ScanStrategy) {
-    this.preferred = first;
+  constructor(first: FirstChoice) {
+    this.preferred = first.strategy;
+    this.confident = first.confident;
   }
 
   plan(): ChunkPlan {
     const other = otherThan(this.preferred);
     if (this.shouldExplore(other)) return { strategy: other, size: EXPLORE_SIZE[other], exploring: true };
-    const size = Math.min(MAX_CHUNK_SIZE, FIRST_CHUNK_SIZE[this.preferred] * this.chunkScale);
+    // An unconfident first chunk is as short as an exploration: the other is measured next.
+    const firstSize = this.chunks === 0 && !this.confident ? EXPLORE_SIZE[this.preferred] : FIRST_CHUNK_SIZE[this.preferred];
+    const size = Math.min(MAX_CHUNK_SIZE, firstSize * this.chunkScale);
     return { strategy: this.preferred, size, exploring: false };
   }
 
@@ -285,11 +305,16 @@ class StrategyChooser {
     return sorted.length === 2 ? sorted[0] : sorted[sorted.length >> 1];
   }
 
-  /** Explore the other strategy now? Always once at the start; then within the time budget. */
+  /**
+   * Explore the other strategy now? Right after the first chunk unless the first choice was
+   * confident; otherwise after enough keys and within the time budget (a never-measured
+   * strategy's exploration is reckoned at its time limit).
+   */
   private shouldExplore(other: ScanStrategy): boolean {
     if (this.chunks === 0) return false;
     const estimate = this.estimateNsPerKey(other);
-    if (estimate === null) return true;
+    if (estimate === null && !this.confident) return true;
+    if (estimate === null) return this.exploringMs + EXPLORE_MAX_MS <= EXPLORE_SHARE * (this.totalMs + EXPLORE_MAX_MS);
     const gap = Math.min(MIN_KEYS_BETWEEN_EXPLORATIONS.last, MIN_KEYS_BETWEEN_EXPLORATIONS.first * 2 ** (this.explorations - 1));
     if (this.keysSinceExploration < gap) return false;
     // An exploration's keys (a seek step covers about half a key where the sides alternate), or its time limit.

@@ -45,11 +45,19 @@ import {
   showValue,
 } from './report';
 import { resolveExistingSeqs, scanByGets, scanBySeeking, ScanInput } from './scan';
-import { AdaptiveScanStats, scanAdaptively, ScanStrategy } from './adaptiveScan';
+import { AdaptiveScanStats, FirstChoice, scanAdaptively, ScanStrategy } from './adaptiveScan';
 import { SstRun } from './sstRun';
 
 /** Engine bytes in range per SST byte above which `auto` picks point lookups (CockroachDB's 10). */
 export const AUTO_GET_RATIO = 10;
+/**
+ * The byte rule is trusted (auto's first exploration waits for its time budget) when the ratio
+ * is this factor beyond AUTO_GET_RATIO either way: over 100x, where a merge would walk or seek
+ * through a hundred times the SSTs' data, or under 1x, where the engine holds less than the SSTs
+ * in their span and the interleaving skips from engine key to engine key. Between the two the
+ * grid of bench/conflict.ts has cells won by either strategy, so auto measures both early.
+ */
+export const AUTO_CONFIDENT_FACTOR = 10;
 
 export interface CheckSstConflictsOptions {
   /** auto (default), seek, or get. */
@@ -248,13 +256,13 @@ function* scanAuto(
   trySeekUsingNext: boolean,
   clockMs: (() => number) | undefined,
 ): Sliced<{ choice: StrategyChoice; emptySpan: boolean }> {
-  let first: { strategy: ScanStrategy; reason: string; engineBytesInSpan: number } | null = null;
-  const chooseFirst = (): ScanStrategy => {
+  let first: ByteRuleChoice | null = null;
+  const chooseFirst = (): FirstChoice => {
     first = chooseByBytes(input.engine, input.run, input.upperBound);
-    return first.strategy;
+    return first;
   };
   const { emptySpan, stats } = yield* scanAdaptively(input, { trySeekUsingNext, chooseFirst, clockMs });
-  const firstChoice = first as { strategy: ScanStrategy; reason: string; engineBytesInSpan: number } | null;
+  const firstChoice = first as ByteRuleChoice | null;
   if (emptySpan || stats === null || firstChoice === null) {
     const reason = "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
     return { choice: { strategy: 'seek', reason, engineBytesInSpan: null, adaptive: null }, emptySpan: true };
@@ -268,19 +276,27 @@ function* scanAuto(
   return { choice: { strategy, reason, engineBytesInSpan: firstChoice.engineBytesInSpan, adaptive: stats }, emptySpan: false };
 }
 
-/** CockroachDB's rule, auto's first pick: point lookups when the engine holds over AUTO_GET_RATIO x the SSTs' bytes in their range. */
-function chooseByBytes(
-  engine: Engine,
-  run: SstRun,
-  upperBound: Buffer,
-): { strategy: ScanStrategy; reason: string; engineBytesInSpan: number } {
+interface ByteRuleChoice extends FirstChoice {
+  reason: string;
+  engineBytesInSpan: number;
+}
+
+/**
+ * CockroachDB's rule, auto's first pick: point lookups when the engine holds over AUTO_GET_RATIO x
+ * the SSTs' bytes in their range; confident AUTO_CONFIDENT_FACTOR beyond that either way.
+ */
+function chooseByBytes(engine: Engine, run: SstRun, upperBound: Buffer): ByteRuleChoice {
   const engineBytes = engine.approximateTableBytesInRange(run.smallest, upperBound);
   const sstBytes = run.totalFileBytes;
   const get = engineBytes > AUTO_GET_RATIO * sstBytes;
+  const confident = get
+    ? engineBytes > AUTO_GET_RATIO * AUTO_CONFIDENT_FACTOR * sstBytes
+    : engineBytes * AUTO_CONFIDENT_FACTOR < AUTO_GET_RATIO * sstBytes;
   const relation = get ? `over ${AUTO_GET_RATIO}x` : `at most ${AUTO_GET_RATIO}x`;
   return {
     strategy: get ? 'get' : 'seek',
-    reason: `${get ? 'point lookups' : 'interleaved seeks'}, as the engine holds ~${engineBytes} table bytes in the SSTs' key range, ${relation} their ${sstBytes} bytes`,
+    confident,
+    reason: `${get ? 'point lookups' : 'interleaved seeks'}, as the engine holds ~${engineBytes} table bytes in the SSTs' key range, ${relation} their ${sstBytes} bytes${confident ? ' (far from the threshold: explored only within the time budget)' : ''}`,
     engineBytesInSpan: engineBytes,
   };
 }
