@@ -29,8 +29,9 @@
  *   time spent exploring stays within EXPLORE_SHARE of the scan: a strategy eight times slower is
  *   explored eight times less often, and exploring costs a few percent at most whatever the ratio.
  * - A seek chunk after point lookups starts with the engine iterator behind the SST key: its first
- *   step (catching up, one forward seek) is a cost of switching, not of seeking, and is left out
- *   of the seek estimate (it is still counted in the exploration budget).
+ *   step (catching up: one full seek, SeekCursor.catchUp, so its cost is bounded however far the
+ *   lookups went) is a cost of switching, not of seeking, and is left out of the seek estimate (it
+ *   is still counted in the exploration budget).
  * - Seek chunks are bounded in interleaving steps, and the SST keys they covered (skipped spans
  *   included) are estimated from the SST iterator's position (SstRunIterator.approximateOrdinal);
  *   get chunks count their keys exactly.
@@ -207,7 +208,7 @@ function timeSeeks(
   const t0 = clockMs();
   let stepsRun = 0;
   if (last === 'get') {
-    cursor.advance(1);
+    cursor.catchUp();
     stepsRun = 1;
   }
   const t1 = clockMs();

@@ -156,6 +156,24 @@ export class SeekCursor {
     return this.engineExhausted || !this.sst.valid();
   }
 
+  /**
+   * After point lookups moved the SST side on: one full (not trySeekUsingNext) seek of the engine
+   * to the SST key. A forward seek from where the engine stood would walk every block between
+   * (the lookups may have covered thousands of keys); a full one costs a file search, an index
+   * search and a block search whatever the distance. The invariant holds after it: the engine
+   * stands at the first live key >= the SST key.
+   */
+  catchUp(): void {
+    if (this.done) return;
+    this.eng.seekGE(this.sst.key());
+    if (!this.eng.valid()) {
+      this.engineExhausted = true;
+      return;
+    }
+    this.engineKey = this.eng.key();
+    this.collector.engineKeysVisited++;
+  }
+
   /** Runs at most maxSteps steps of the interleaving (one step: a compare and a move). */
   advance(maxSteps: number): void {
     const { eng, sst, collector } = this;
