@@ -52,12 +52,13 @@ import { SstRun } from './sstRun';
 export const AUTO_GET_RATIO = 10;
 /**
  * The byte rule is trusted (auto's first exploration waits for its time budget) when the ratio
- * is this factor beyond AUTO_GET_RATIO either way: over 100x, where a merge would walk or seek
- * through a hundred times the SSTs' data, or under 1x, where the engine holds less than the SSTs
- * in their span and the interleaving skips from engine key to engine key. Between the two the
- * grid of bench/conflict.ts has cells won by either strategy, so auto measures both early.
+ * is this factor beyond AUTO_GET_RATIO either way: over 50x, where a merge would walk or seek
+ * through fifty times the SSTs' data, or under 2x, where the engine holds about as much as the
+ * SSTs in their span or less and the interleaving skips from engine key to engine key. Between
+ * the two, bench/conflict.ts's grid and the tests have cases won by either strategy (the dense
+ * present keys of test/conflict at 16x go to seek), so auto measures both early.
  */
-export const AUTO_CONFIDENT_FACTOR = 10;
+export const AUTO_CONFIDENT_FACTOR = 5;
 
 export interface CheckSstConflictsOptions {
   /** auto (default), seek, or get. */
