@@ -121,18 +121,17 @@ export async function runImportToDir(inputs: string[], o: ImportCliOptions & Res
   if (outputDir === undefined)
     throw new IngestError('USAGE', 'import needs --output-dir DIR (SSTs in DIR) or --db DIR (ingested into a database)');
   const progress = Progress.forOption(o.progress, o.quiet === true);
-  // --no-resume discards a pending job and starts over; the new run is resumable all the same.
-  const resume = true;
   await withFinalEvent(progress, async () => {
     const job = new CsvImport({
       ...toImportOptions(inputs, o),
       outputDir,
       progress,
-      resume,
+      // --no-resume discards a pending job and starts over; the new run is resumable all the same.
+      resume: true,
       restart: o.resume === false,
       diskQuotaBytes: diskQuotaOf(o),
     });
-    const summary = await runInterruptible(job, abandonedMessage(resume, inputs, outputDir, 'import abandoned, nothing written'));
+    const summary = await runInterruptible(job, abandonedMessage(true, inputs, outputDir, 'import abandoned, nothing written'));
     if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else if (o.quiet !== true) {
       process.stdout.write(

@@ -17,36 +17,49 @@ export function ioError(what: string, path: string, err: unknown): IngestError {
  * syncDir on the thread pool: the same guarantee once it resolves, without holding the event loop
  * for the fsync (tens of milliseconds on a busy disk, while the journal commits).
  */
-export async function syncDirAsync(dir: string): Promise<void> {
-  let handle: fsp.FileHandle;
-  try {
-    handle = await fsp.open(dir, 'r');
-  } catch (err) {
-    throw ioError('cannot open directory', dir, err);
-  }
-  try {
-    await handle.sync();
-  } catch (err) {
-    throw ioError('fsync failed for directory', dir, err);
-  } finally {
-    await handle.close();
-  }
+export function syncDirAsync(dir: string): Promise<void> {
+  return syncPathAsync(dir, 'directory');
 }
 
 /** Makes the directory's entries (creations, renames, deletions) durable. */
 export function syncDir(dir: string): void {
+  syncPath(dir, 'directory');
+}
+
+/**
+ * Makes a file's contents (or, for a directory, its entries) durable by path: open read-only,
+ * fsync, close. `what` names it in errors ("file", "directory").
+ */
+export function syncPath(path: string, what = 'file'): void {
   let fd: number;
   try {
-    fd = fs.openSync(dir, 'r');
+    fd = fs.openSync(path, 'r');
   } catch (err) {
-    throw ioError('cannot open directory', dir, err);
+    throw ioError(`cannot open ${what}`, path, err);
   }
   try {
     fs.fsyncSync(fd);
   } catch (err) {
-    throw ioError('fsync failed for directory', dir, err);
+    throw ioError(`fsync failed for ${what}`, path, err);
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/** syncPath on the thread pool. */
+export async function syncPathAsync(path: string, what = 'file'): Promise<void> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(path, 'r');
+  } catch (err) {
+    throw ioError(`cannot open ${what}`, path, err);
+  }
+  try {
+    await handle.sync();
+  } catch (err) {
+    throw ioError(`fsync failed for ${what}`, path, err);
+  } finally {
+    await handle.close();
   }
 }
 

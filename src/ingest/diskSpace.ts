@@ -91,9 +91,6 @@ export class ScratchQuota {
   }
 }
 
-/** Whether an error, its causes or its message say ENOSPC or EDQUOT (src/util/errors.ts). */
-export const isNoSpace = isNoSpaceError;
-
 /**
  * The clean stop for a full disk: NO_SPACE naming `dir`, what the import was doing and about how
  * many more bytes it needs; `err` itself when it is not a full disk.
@@ -106,7 +103,7 @@ export function noSpaceErrorOf(
   resumable: boolean,
   unchanged: string,
 ): unknown {
-  if (!isNoSpace(err) || (err instanceof IngestError && err.code === 'NO_SPACE')) return err;
+  if (!isNoSpaceError(err) || (err instanceof IngestError && err.code === 'NO_SPACE')) return err;
   let free = '';
   try {
     free = `, ${mib(freeBytes(dir))} MiB free now`;

@@ -25,7 +25,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
-import { IngestError } from '../util/errors';
+import { IngestError, isNoSpaceError } from '../util/errors';
 import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect';
 import { readCsvFast, readCsvWithCsvParse } from './csv/csvReader';
@@ -69,7 +69,7 @@ import {
   writtenFileOf,
 } from './resume/jobSteps';
 import { isDefinitiveFailure } from './resume/failures';
-import { ScratchQuota, bytesIn, checkScratchSpace, estimateScratchBytes, isNoSpace, noSpaceErrorOf } from './diskSpace';
+import { ScratchQuota, bytesIn, checkScratchSpace, estimateScratchBytes, noSpaceErrorOf } from './diskSpace';
 
 export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
 /** Inputs smaller than this are parsed in-process: threads cost more to start than they save. */
@@ -328,15 +328,16 @@ export class CsvImport {
     const quotaBytes = o.diskQuotaBytes;
     if (quotaBytes === undefined) return;
     this.quota = new ScratchQuota(quotaBytes);
-    const resumable = o.job !== undefined || o.resume === true;
+    // A caller's job (DbImport) was opened only after this same estimate passed there.
+    if (o.job !== undefined) return;
     const outputDir = existingAncestor(o.outputDir);
-    const runDir = existingAncestor(o.tmpDir ?? (resumable ? o.outputDir : os.tmpdir()));
+    const runDir = existingAncestor(o.tmpDir ?? (o.resume === true ? o.outputDir : os.tmpdir()));
     checkScratchSpace({ inputBytes: s.totalInput, estimable: estimableInputs(o.inputs), quotaBytes, runDir, outputDir });
   }
 
   /** A full disk as NO_SPACE naming where and about how much more is needed; other errors as they are. */
   private noSpaceError(e: unknown, s: ImportSetup): unknown {
-    if (!isNoSpace(e)) return e;
+    if (!isNoSpaceError(e)) return e;
     const used = bytesIn(this.workDir ?? this.doing.dir) + bytesIn(this.opts.outputDir, tempPrefix(this.token));
     const needed = s.inputSizes.every((x) => x !== null) ? estimateScratchBytes(s.totalInput) - used : null;
     const unchanged = this.job !== null ? 'nothing was published' : 'nothing was published, and the partial files were removed';

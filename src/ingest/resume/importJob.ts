@@ -190,7 +190,7 @@ export class ImportJob {
   private static create(dir: string, jobId: string, req: OpenJobRequest): ImportJob {
     fs.mkdirSync(dir);
     claimOwner(dir);
-    const runDir = req.tmpDir !== undefined ? path.join(path.resolve(req.tmpDir), `ingest-job-${jobId}`) : path.join(dir, 'runs');
+    const runDir = req.tmpDir !== undefined ? path.join(path.resolve(req.tmpDir), `ingest-job-${jobId}`) : path.resolve(dir, 'runs');
     fs.rmSync(runDir, { recursive: true, force: true });
     fs.mkdirSync(runDir, { recursive: true });
     const now = new Date().toISOString();
@@ -336,8 +336,13 @@ function readOwner(file: string): { pid: number; startTime: string } | null {
   }
 }
 
+/** Whether the job's runs are inside its directory (else under --tmp-dir), whatever form the paths were given in. */
+function runsInside(state: JobState, dir: string): boolean {
+  return !path.relative(path.resolve(dir), path.resolve(state.runDir)).startsWith('..');
+}
+
 function removeJobDir(dir: string, state: JobState | null): void {
-  if (state !== null && !state.runDir.startsWith(dir)) fs.rmSync(state.runDir, { recursive: true, force: true });
+  if (state !== null && !runsInside(state, dir)) fs.rmSync(state.runDir, { recursive: true, force: true });
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
@@ -367,7 +372,7 @@ export function listPendingJobs(targetDir: string): PendingJob[] {
       progress: state.progress,
       parseRangesDone: state.parse.done.length,
       sstsDone: state.merge.files.length,
-      scratchBytes: treeBytes(dir) + (state.runDir.startsWith(dir) ? 0 : treeBytes(state.runDir)),
+      scratchBytes: treeBytes(dir) + (runsInside(state, dir) ? 0 : treeBytes(state.runDir)),
     });
   }
   return jobs.sort((a, b) => a.startedAt.localeCompare(b.startedAt));

@@ -18,11 +18,11 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { syncDir } from '../../engine/durableFs';
-import { IngestError } from '../../util/errors';
+import { syncDir, syncPath, syncPathAsync } from '../../engine/durableFs';
 import { FIRST_ENTRY_OFFSET, RunInfo } from '../sort/runFile';
 import { DuplicatePair, MergeCheckpoint, MergeRange, MergeResult } from '../sort/mergeToSsts';
 import { WrittenFile, tempPrefix } from '../sort/sstSetWriter';
+import { startOffsetBelow } from '../sort/parallelMerge';
 import { ParseResume } from '../parse/parallelParse';
 import { ParseOutcome } from '../parse/parseTypes';
 import { ImportJob, JobDuplicate, JobFile } from './importJob';
@@ -60,22 +60,6 @@ export function startResumeSummary(job: ImportJob): ImportResumeSummary {
   };
 }
 
-export function fsyncFile(file: string): void {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch (e) {
-    throw new IngestError('IO', `cannot open ${file} to sync it: ${(e as Error).message}`, { cause: e });
-  }
-  try {
-    fs.fsyncSync(fd);
-  } catch (e) {
-    throw new IngestError('IO', `fsync of ${file} failed: ${(e as Error).message}`, { cause: e });
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 /** The parse's hooks: finished ranges durable and recorded, started ones noted. */
 export function parseResumeOf(job: ImportJob, keepsRunsAfter: (e: unknown) => boolean): ParseResume {
   const s = job.state;
@@ -96,7 +80,7 @@ export function parseResumeOf(job: ImportJob, keepsRunsAfter: (e: unknown) => bo
     // the dispatch, and the worker, for a quarter of a second per range).
     onFinished: (r) => {
       recorded = recorded.then(async () => {
-        await Promise.all(r.runs.map((run) => fsyncFileAsync(run.path)));
+        await Promise.all(r.runs.map((run) => syncPathAsync(run.path)));
         if (r.runs.length > 0) syncDir(path.dirname(r.runs[0].path));
         job.checkpoint((st) => {
           st.parse.inFlight = st.parse.inFlight.filter((x) => x.taskId !== r.taskId);
@@ -113,22 +97,6 @@ export function parseResumeOf(job: ImportJob, keepsRunsAfter: (e: unknown) => bo
   };
 }
 
-async function fsyncFileAsync(file: string): Promise<void> {
-  let fh: fs.promises.FileHandle;
-  try {
-    fh = await fs.promises.open(file, 'r');
-  } catch (e) {
-    throw new IngestError('IO', `cannot open ${file} to sync it: ${(e as Error).message}`, { cause: e });
-  }
-  try {
-    await fh.sync();
-  } catch (e) {
-    throw new IngestError('IO', `fsync of ${file} failed: ${(e as Error).message}`, { cause: e });
-  } finally {
-    await fh.close();
-  }
-}
-
 /** The parse outcome as the job keeps it (the runs are kept apart, since fan-in merges change them). */
 interface StoredOutcome extends Omit<ParseOutcome, 'runs'> {
   threads: number;
@@ -136,7 +104,7 @@ interface StoredOutcome extends Omit<ParseOutcome, 'runs'> {
 
 /** Records the parse as over: its runs durable, its outcome kept, the phase now merge. */
 export function recordParseOutcome(job: ImportJob, outcome: ParseOutcome, threads: number): void {
-  for (const run of outcome.runs) fsyncFile(run.path);
+  for (const run of outcome.runs) syncPath(run.path);
   syncDir(job.state.runDir);
   const { runs, ...rest } = outcome;
   const stored: StoredOutcome = { ...rest, threads };
@@ -160,7 +128,7 @@ export function storedOutcome(job: ImportJob): { outcome: ParseOutcome; threads:
 
 /** A fan-in merge replaced `merged` runs by `into`: durable first, then recorded, then the inputs go. */
 export function recordFanInMerge(job: ImportJob, merged: readonly RunInfo[], into: RunInfo, remaining: readonly RunInfo[]): void {
-  fsyncFile(into.path);
+  syncPath(into.path);
   syncDir(path.dirname(into.path));
   job.checkpoint((st) => void (st.runs = [into, ...remaining]));
   for (const r of merged) fs.rmSync(r.path, { force: true });
@@ -239,15 +207,6 @@ export function resumedMergeRange(runs: readonly RunInfo[], finished: readonly J
   // The successor of the last key written: nothing sorts between k and k ‖ 0x00.
   const low = Buffer.concat([Buffer.from(finished[finished.length - 1].largestKeyHex, 'hex'), Buffer.of(0)]);
   return { low, high: null, startOffsets: runs.map((r) => startOffsetBelow(r, low)) };
-}
-
-function startOffsetBelow(run: RunInfo, low: Buffer): number {
-  let offset = FIRST_ENTRY_OFFSET;
-  for (const s of run.samples) {
-    if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
-    offset = s.offset;
-  }
-  return offset;
 }
 
 /**

@@ -67,18 +67,23 @@ export function planKeyRanges(runs: readonly RunInfo[], parts: number): KeyRange
     plans.push({
       lowHex: low === null ? null : low.toString('hex'),
       highHex: bounds[p + 1] === null ? null : (bounds[p + 1] as Buffer).toString('hex'),
-      startOffsets: runs.map((r) => {
-        if (low === null) return FIRST_ENTRY_OFFSET;
-        let offset = FIRST_ENTRY_OFFSET;
-        for (const s of r.samples) {
-          if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
-          offset = s.offset;
-        }
-        return offset;
-      }),
+      startOffsets: runs.map((r) => (low === null ? FIRST_ENTRY_OFFSET : startOffsetBelow(r, low))),
     });
   }
   return plans;
+}
+
+/**
+ * Where a reader of `run` starts for keys from `low` on: the last sample below `low` (the run's
+ * first entry when there is none), so it skips at most one sample interval of entries below it.
+ */
+export function startOffsetBelow(run: RunInfo, low: Buffer): number {
+  let offset = FIRST_ENTRY_OFFSET;
+  for (const s of run.samples) {
+    if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
+    offset = s.offset;
+  }
+  return offset;
 }
 
 export interface ParallelMergeOutcome {
