@@ -510,7 +510,9 @@ export class CsvImport {
           outputDir: o.outputDir,
           token: this.token,
           targetFileSizeBytes: s.targetFileSizeBytes,
-          sstOptions,
+          // Each merge worker compresses its own blocks: a compression thread per worker would
+          // put twice as many busy threads as cores on a two-core machine (docs/import.md).
+          sstOptions: { ...sstOptions, backgroundCompression: false },
           rowOrigins,
         };
         ({ merge, files: written } = await mergeInWorkers(runs, ranges, base, outcome.rowsRead, s.progress, o.workerNiceness ?? 0));

@@ -16,9 +16,19 @@
  * computes the same values.
  */
 import { crc32c } from '@node-rs/crc32';
-import { xxh3, xxh32, xxh64 } from '@node-rs/xxhash';
-import { createXXHash3, IHasher } from 'hash-wasm';
+import type { IHasher } from 'hash-wasm';
 import { nativeBlockCodec } from './nativeBlockCodec';
+
+type XxhashModule = typeof import('@node-rs/xxhash');
+let xxhashModule: XxhashModule | null = null;
+/**
+ * @node-rs/xxhash, loaded on first use: only xxHash/xxHash64 files and the XXH3 fallback need
+ * it, and loading a package costs every thread that does it a few milliseconds of start-up.
+ */
+function xxhash(): XxhashModule {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (xxhashModule ??= require('@node-rs/xxhash') as XxhashModule);
+}
 
 export enum ChecksumType {
   None = 0,
@@ -33,18 +43,25 @@ const CRC_MASK_DELTA = 0xa282ead8;
 
 /** hash-wasm's XXH3-64 (seed 0) once instantiated, else null (see the top of this file). */
 let wasmXxh3: IHasher | null = null;
-/** Resolves when XXH3 runs on WebAssembly; never rejects (the napi fallback stays in use). */
-export const checksumsReady: Promise<void> = createXXHash3().then(
-  (hasher) => {
-    wasmXxh3 = hasher;
-  },
-  () => undefined,
-);
+/**
+ * Resolves when XXH3 runs on WebAssembly, at once when the native codec computes it (hash-wasm
+ * is then never loaded); never rejects (the napi fallback stays in use).
+ */
+export const checksumsReady: Promise<void> =
+  nativeBlockCodec !== null
+    ? Promise.resolve()
+    : // eslint-disable-next-line @typescript-eslint/no-require-imports
+      (require('hash-wasm') as typeof import('hash-wasm')).createXXHash3().then(
+        (hasher) => {
+          wasmXxh3 = hasher;
+        },
+        () => undefined,
+      );
 
 /** Low 32 bits of XXH3-64 (seed 0) of `data`. */
 function xxh3Low32(data: Buffer): number {
   if (nativeBlockCodec !== null) return nativeBlockCodec.xxh3Low32(data, 0, data.length);
-  if (wasmXxh3 === null) return Number(BigInt.asUintN(32, xxh3.xxh64(data)));
+  if (wasmXxh3 === null) return Number(BigInt.asUintN(32, xxhash().xxh3.xxh64(data)));
   const digest = wasmXxh3.init().update(data).digest('binary'); // 8 bytes, big-endian
   return ((digest[4] << 24) | (digest[5] << 16) | (digest[6] << 8) | digest[7]) >>> 0;
 }
@@ -92,9 +109,9 @@ export function computeBlockChecksum(type: number, data: Buffer, start: number, 
     case ChecksumType.CRC32c:
       return maskCrc(crc32c(withType(data, start, end, typeByte)));
     case ChecksumType.xxHash:
-      return xxh32(withType(data, start, end, typeByte), 0) >>> 0;
+      return xxhash().xxh32(withType(data, start, end, typeByte), 0) >>> 0;
     case ChecksumType.xxHash64:
-      return Number(BigInt.asUintN(32, xxh64(withType(data, start, end, typeByte), BigInt(0))));
+      return Number(BigInt.asUintN(32, xxhash().xxh64(withType(data, start, end, typeByte), BigInt(0))));
     case ChecksumType.XXH3: {
       const h = xxh3Low32(data.subarray(start, end));
       return (h ^ Math.imul(typeByte, 0x6b9083d9)) >>> 0;

@@ -33,11 +33,28 @@
  * deflate). The per-block costs are measured by bench/block-codecs.ts.
  */
 import { inflateRawSync } from 'zlib';
-import { compressSync, uncompressSync } from 'lz4-napi';
-import { compressSync as snappyCompressSync, uncompressSync as snappyUncompressSync } from 'snappy';
+import type * as Lz4Napi from 'lz4-napi';
+import type * as SnappyNapi from 'snappy';
 import type * as ZstdBinding from 'zstd-napi/binding';
 import { readVarint32, writeVarint, varintLength, decoded } from '../util/coding';
 import { IngestError } from '../util/errors';
+import { NativeBlockCodec, nativeBlockCodec } from './nativeBlockCodec';
+
+let lz4Module: typeof Lz4Napi | null = null;
+let snappyModule: typeof SnappyNapi | null = null;
+/**
+ * lz4-napi and snappy, loaded on first use: with the native codec built, LZ4 never needs
+ * lz4-napi, and Snappy is written only on request; each package costs every thread that loads
+ * it a few milliseconds of start-up.
+ */
+function lz4Napi(): typeof Lz4Napi {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (lz4Module ??= require('lz4-napi') as typeof Lz4Napi);
+}
+function snappyNapi(): typeof SnappyNapi {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (snappyModule ??= require('snappy') as typeof SnappyNapi);
+}
 
 export enum CompressionType {
   None = 0,
@@ -175,7 +192,7 @@ function zstdCompressForBlock(raw: Buffer): Buffer | null {
 /** A raw Snappy block (Snappy carries its own length), or null. */
 function snappyCompressForBlock(raw: Buffer): Buffer | null {
   if (raw.length >= 0x7fffffff) return null;
-  const out = snappyCompressSync(raw);
+  const out = snappyNapi().compressSync(raw);
   return savesEnough(out.length, raw.length) ? out : null;
 }
 
@@ -185,7 +202,8 @@ function snappyCompressForBlock(raw: Buffer): Buffer | null {
  */
 export function lz4CompressForBlock(raw: Buffer, formatVersion: number): Buffer | null {
   if (raw.length >= 0x7fffffff) return null;
-  const framed = compressSync(raw); // u32le size ‖ raw LZ4 block
+  if (nativeBlockCodec !== null) return nativeLz4CompressForBlock(nativeBlockCodec, raw, formatVersion);
+  const framed = lz4Napi().compressSync(raw); // u32le size ‖ raw LZ4 block
   const body = framed.length - 4;
   const headerBytes = formatVersion >= 2 ? varintLength(raw.length) : 8;
   const total = headerBytes + body;
@@ -198,6 +216,27 @@ export function lz4CompressForBlock(raw: Buffer, formatVersion: number): Buffer 
   }
   framed.copy(out, headerBytes, 4);
   return out;
+}
+
+/**
+ * lz4CompressForBlock through the native encoder (native/lz4Encode.c): it encodes straight
+ * into the output after the size header, bounded so that a result that does not save enough
+ * is abandoned as soon as it is too long.
+ */
+function nativeLz4CompressForBlock(codec: NativeBlockCodec, raw: Buffer, formatVersion: number): Buffer | null {
+  const headerBytes = formatVersion >= 2 ? varintLength(raw.length) : 8;
+  // savesEnough(total, raw.length) ⇔ total <= raw.length - floor(raw.length / 8) - 1.
+  const maxTotal = raw.length - Math.floor(raw.length / 8) - 1;
+  if (maxTotal <= headerBytes) return null;
+  const out = Buffer.allocUnsafe(maxTotal);
+  const body = codec.lz4EncodeInto(raw, 0, raw.length, out, headerBytes, maxTotal);
+  if (body === 0) return null;
+  if (formatVersion >= 2) {
+    writeVarint(out, 0, raw.length);
+  } else {
+    out.writeBigUInt64LE(BigInt(raw.length), 0);
+  }
+  return out.subarray(0, headerBytes + body);
 }
 
 /**
@@ -246,7 +285,7 @@ function uncompressFramed(buf: Buffer, frameStart: number, end: number, size: nu
   buf.writeUInt32LE(size, frameStart);
   let out: Buffer;
   try {
-    out = uncompressSync(frameStart === 0 && end === buf.length ? buf : buf.subarray(frameStart, end));
+    out = lz4Napi().uncompressSync(frameStart === 0 && end === buf.length ? buf : buf.subarray(frameStart, end));
   } catch (e) {
     throw new RangeError(`LZ4 payload does not decode: ${(e as Error).message}`);
   }
@@ -309,7 +348,7 @@ function snappyDecompressBlock(payload: Buffer, maxDecodedBytes: number): Buffer
   readSizeHeader('Snappy', payload, maxDecodedBytes, SNAPPY_MAX_EXPANSION);
   let out: string | Buffer;
   try {
-    out = snappyUncompressSync(payload, { asBuffer: true });
+    out = snappyNapi().uncompressSync(payload, { asBuffer: true });
   } catch (e) {
     throw new RangeError(`Snappy payload does not decode: ${(e as Error).message}`);
   }

@@ -71,6 +71,13 @@ export interface NativeBlockCodec {
    * exactly all of dst, or throws SNAPPY_MALFORMED.
    */
   snappyDecodeInto(src: Uint8Array, srcStart: number, srcEnd: number, dst: Uint8Array): void;
+  /**
+   * Encodes src[srcStart, srcEnd) as a raw LZ4 block at dst[dstStart..]: its length, or 0 when it
+   * does not fit in dst[dstStart, dstEnd).
+   */
+  lz4EncodeInto(src: Uint8Array, srcStart: number, srcEnd: number, dst: Uint8Array, dstStart: number, dstEnd: number): number;
+  /** madvise(MADV_HUGEPAGE) over the view's 2 MiB-aligned interior; false when not possible. */
+  adviseHugePages(view: ArrayBufferView): boolean;
 }
 
 const MODULE_RELATIVE_PATH = path.join('build', 'Release', 'blockcodec.node');
@@ -94,7 +101,9 @@ function isNativeBlockCodec(m: unknown): m is NativeBlockCodec {
     typeof r.readBlock === 'function' &&
     typeof r.xxh3Low32 === 'function' &&
     typeof r.lz4DecodeInto === 'function' &&
-    typeof r.snappyDecodeInto === 'function'
+    typeof r.snappyDecodeInto === 'function' &&
+    typeof r.lz4EncodeInto === 'function' &&
+    typeof r.adviseHugePages === 'function'
   );
 }
 

@@ -1,7 +1,8 @@
 /**
  * The native block codec (native/*.c through src/sstable/nativeBlockCodec.ts) against the JavaScript
  * packages it stands in for: XXH3 against @node-rs/xxhash, LZ4 decoding against lz4-napi's own
- * output, hostile LZ4 input, and whole-table reads with the codec on and off, including the error
+ * output, hostile LZ4 input, LZ4 encoding decoded back by lz4-napi and by the native decoder
+ * (and its output bound), huge-page advice, and whole-table reads with the codec on and off, including the error
  * every flipped byte of a file gives.
  *
  * When the codec is not built the suite says why and skips, unless SST_INGEST_REQUIRE_NATIVE=1
@@ -12,7 +13,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
 import { xxh3 } from '@node-rs/xxhash';
-import { compressSync } from 'lz4-napi';
+import { compressSync, uncompressSync } from 'lz4-napi';
 import { nativeBlockCodec, nativeBlockCodecStatus, isNativeCodecError } from '../../src/sstable/nativeBlockCodec';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
 import { ChecksumType } from '../../src/sstable/checksum';
@@ -150,6 +151,94 @@ describeIfNative('LZ4 decoding', () => {
     }
     expect(failed).toBeGreaterThan(0);
     expect(failed + decoded).toBe(3 * compressed.length);
+  });
+});
+
+/** LZ4-encodes src with the native encoder into room for `capacity` bytes: the block, or null. */
+function nativeEncode(src: Buffer, capacity: number): Buffer | null {
+  const dst = Buffer.alloc(capacity + 16, 0xee);
+  const n = codec.lz4EncodeInto(src, 0, src.length, dst, 8, 8 + capacity);
+  // Nothing is written outside dst[8, 8 + capacity).
+  expect(dst.subarray(0, 8).every((b) => b === 0xee)).toBe(true);
+  expect(dst.subarray(8 + capacity).every((b) => b === 0xee)).toBe(true);
+  return n === 0 ? null : dst.subarray(8, 8 + n);
+}
+
+/** lz4-napi's decoder takes its u32le size prefix before the raw block. */
+function lz4NapiDecode(block: Buffer, size: number): Buffer {
+  const framed = Buffer.allocUnsafe(4 + block.length);
+  framed.writeUInt32LE(size, 0);
+  block.copy(framed, 4);
+  return uncompressSync(framed);
+}
+
+describeIfNative('LZ4 encoding', () => {
+  it('every shape decodes back exactly through lz4-napi and the native decoder', () => {
+    const inputs: Buffer[] = [];
+    for (let len = 0; len < 300; len++) {
+      inputs.push(randomBuffer(len, len), compressibleBuffer(len, len + 7), Buffer.alloc(len, 0x41));
+    }
+    for (const len of [4095, 4096, 4097, 65535, 65536, 70000, 300_000]) {
+      inputs.push(randomBuffer(len, len), compressibleBuffer(len, len + 1), Buffer.alloc(len, 0));
+    }
+    for (const src of inputs) {
+      const block = nativeEncode(src, src.length + Math.ceil(src.length / 255) + 16);
+      expect(block).not.toBeNull();
+      const b = block as Buffer;
+      expect(lz4NapiDecode(b, src.length).equals(src)).toBe(true);
+      const back = Buffer.alloc(src.length);
+      codec.lz4DecodeInto(b, 0, b.length, back);
+      expect(back.equals(src)).toBe(true);
+    }
+  });
+
+  it('compresses about as well as lz4-napi (liblz4-compatible) on compressible data', () => {
+    // Text like a data block of CSV rows: repeated field values, random digits.
+    const next = mulberry32(5);
+    const rows: string[] = [];
+    for (let i = 0; i < 2000; i++) {
+      rows.push(
+        `${200000000000000 + Math.floor(next() * 1e6)}|2024-01-0${1 + (i % 9)}|CMPT|${['SBUY', 'SSEL', 'TLB'][i % 3]}|${Math.floor(next() * 1e5)}.${i % 100}|`,
+      );
+    }
+    const text = Buffer.from(rows.join('\n'));
+    for (let start = 0; start + 4096 <= text.length; start += 4096) {
+      const src = text.subarray(start, start + 4096);
+      const ours = nativeEncode(src, 8192) as Buffer;
+      const theirs = compressSync(src).length - 4;
+      expect(theirs).toBeLessThan(src.length * 0.8);
+      expect(ours.length).toBeLessThanOrEqual(Math.ceil(theirs * 1.05));
+    }
+  });
+
+  it('returns 0 instead of writing past a capacity that is too small', () => {
+    const src = compressibleBuffer(4096, 9);
+    const fits = nativeEncode(src, 8192) as Buffer;
+    expect(nativeEncode(src, fits.length)?.equals(fits)).toBe(true);
+    for (const capacity of [0, 1, 10, fits.length - 1]) expect(nativeEncode(src, capacity)).toBeNull();
+    // Incompressible input does not fit in less than its own size.
+    const noise = randomBuffer(4096, 10);
+    expect(nativeEncode(noise, 4096 - 512)).toBeNull();
+  });
+
+  it('rejects ranges outside the buffers', () => {
+    const src = Buffer.alloc(100);
+    const dst = Buffer.alloc(200);
+    expect(() => codec.lz4EncodeInto(src, 0, 101, dst, 0, 200)).toThrow(/out of range/);
+    expect(() => codec.lz4EncodeInto(src, 50, 10, dst, 0, 200)).toThrow(/start > end/);
+    expect(() => codec.lz4EncodeInto(src, 0, 100, dst, 0, 201)).toThrow(/out of range/);
+  });
+});
+
+describeIfNative('huge-page advice', () => {
+  it('advises large buffers and typed arrays of any element size, and leaves their contents alone', () => {
+    const big = Buffer.alloc(8 << 20, 7);
+    expect(codec.adviseHugePages(big)).toBe(true);
+    expect(big.every((b) => b === 7)).toBe(true);
+    expect(codec.adviseHugePages(new Float64Array(1 << 20))).toBe(true);
+    // Smaller than one aligned 2 MiB page: nothing to advise.
+    expect(codec.adviseHugePages(new Uint8Array(4096))).toBe(false);
+    expect(() => codec.adviseHugePages({} as unknown as Uint8Array)).toThrow(/adviseHugePages/);
   });
 });
 

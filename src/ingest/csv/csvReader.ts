@@ -15,7 +15,16 @@
  */
 import * as fs from 'fs';
 import { Readable } from 'stream';
-import { parse as csvParse, CsvError } from 'csv-parse';
+import type { CsvError, Options as CsvParseOptions, Parser as CsvParser } from 'csv-parse';
+
+type CsvParseModule = typeof import('csv-parse');
+let csvParseModule: CsvParseModule | null = null;
+/** csv-parse, loaded on first use: only the csv-parse dialects need it (see docs/import.md, Parsing). */
+function csvParse(options: CsvParseOptions): CsvParser {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  csvParseModule ??= require('csv-parse') as CsvParseModule;
+  return csvParseModule.parse(options);
+}
 import { IngestError } from '../../util/errors';
 import { CsvDialect, dialectBytes } from './csvDialect';
 import { CsvTokenizer, RecordSink } from './csvTokenizer';
