@@ -123,9 +123,9 @@ export const IMPORT_OPTIONS: readonly OptionDef[] = [
   },
   {
     flags: '--merge-threads <n>',
-    description: 'merge worker threads, each writing the SSTs of one key range (1 = merge on the main thread)',
+    description:
+      'merge worker threads, each writing the SSTs of one key range (1 = merge on the main thread; default: 2 on 2+ cores once the sorted runs reach 32 MiB)',
     parse: nonNegativeInt('--merge-threads'),
-    defaultValue: 1,
   },
   { flags: '--compression <c>', description: 'SST block compression', choices: WRITABLE_COMPRESSION_NAMES, defaultValue: 'lz4' },
   {
@@ -225,7 +225,7 @@ export interface ImportCliOptions {
   rejects?: string;
   parser: ParserChoice;
   threads?: number;
-  mergeThreads: number;
+  mergeThreads?: number;
   compression: string;
   bloomBits: number;
   blockSize: string;

@@ -56,6 +56,20 @@ export interface JobFile {
   largestKeyHex: string;
 }
 
+/**
+ * One key range [low, high) of a parallel merge: its bounds, fixed by the attempt that started
+ * the merge (a resume merges the same ranges whatever --merge-threads says now), the files
+ * finished in it, and the counts up to the last of them.
+ */
+export interface JobMergePartition {
+  lowHex: string | null;
+  highHex: string | null;
+  files: JobFile[];
+  rowsWritten: number;
+  duplicateCount: number;
+  duplicates: JobDuplicate[];
+}
+
 export interface JobDuplicate {
   keyHex: string;
   first: { source: number; line: number };
@@ -88,7 +102,11 @@ export interface JobState {
   outcome: object | null;
   /** The runs the merge reads (after any fan-in merges); null until the parse is over. */
   runs: RunInfo[] | null;
-  merge: { files: JobFile[]; rowsWritten: number; duplicateCount: number; duplicates: JobDuplicate[] };
+  /**
+   * The one-thread merge's finished files and counts; a parallel merge's are in `partitions`
+   * (absent for the one-thread merge) until it is over, when `files` holds every file.
+   */
+  merge: { files: JobFile[]; rowsWritten: number; duplicateCount: number; duplicates: JobDuplicate[]; partitions?: JobMergePartition[] };
   progress: { inputBytes: number; parsedBytes: number; rowsParsed: number; rowsMerged: number };
 }
 
@@ -118,6 +136,11 @@ export interface PendingJob {
   parseRangesDone: number;
   sstsDone: number;
   scratchBytes: number;
+}
+
+/** Every SST the merge has finished so far, over all partitions of a parallel merge. */
+export function finishedJobFiles(state: JobState): JobFile[] {
+  return [...state.merge.files, ...(state.merge.partitions ?? []).flatMap((p) => p.files)];
 }
 
 export function jobIdOf(kind: 'db' | 'output', inputPaths: readonly string[]): string {
@@ -371,7 +394,7 @@ export function listPendingJobs(targetDir: string): PendingJob[] {
       attempts: state.attempts,
       progress: state.progress,
       parseRangesDone: state.parse.done.length,
-      sstsDone: state.merge.files.length,
+      sstsDone: finishedJobFiles(state).length,
       scratchBytes: treeBytes(dir) + (runsInside(state, dir) ? 0 : treeBytes(state.runDir)),
     });
   }

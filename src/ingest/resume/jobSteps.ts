@@ -11,8 +11,11 @@
  * - fan-in merges of too many runs: each merged run, before its inputs are deleted.
  * - merge (one thread): each SST once it and its origins file are fsynced, with the counts up
  *   to its last key; the next attempt merges from the key after it. A kill redoes at most the
- *   file being written: one SST's worth. With --merge-threads 2 or a merge on a worker thread,
- *   the merge is checkpointed only once it is over.
+ *   file being written: one SST's worth.
+ * - merge (parallel, one key range per merge thread): the ranges, before any worker starts;
+ *   then each SST as its worker reports it, with its range's counts up to its last key. The
+ *   next attempt merges the same ranges, each from the key after its last finished file. A
+ *   kill redoes at most the file each worker was writing: one SST's worth per merge thread.
  * - merged: every file; the publish renames are idempotent. Then (database imports) ingesting,
  *   whose commit is detected on resume by the ingested files' inodes (importIntoDb.ts).
  */
@@ -25,7 +28,8 @@ import { WrittenFile, tempPrefix } from '../sort/sstSetWriter';
 import { startOffsetBelow } from '../sort/parallelMerge';
 import { ParseResume } from '../parse/parallelParse';
 import { ParseOutcome } from '../parse/parseTypes';
-import { ImportJob, JobDuplicate, JobFile } from './importJob';
+import { ImportJob, JobDuplicate, JobFile, JobMergePartition, finishedJobFiles } from './importJob';
+import { KeyRangePlan } from '../sort/parallelMerge';
 
 /** What a resumed attempt took over and what it had to redo; null in the summary without a job. */
 export interface ImportResumeSummary {
@@ -54,7 +58,7 @@ export function startResumeSummary(job: ImportJob): ImportResumeSummary {
     resumedFromPhase: job.resumed ? s.phase : null,
     parseRangesReused: s.outcome !== null ? 0 : s.parse.done.length,
     parseBytesRedone: s.parse.inFlight.reduce((a, r) => a + (r.stopAtOffset - r.startOffset), 0),
-    sstsReused: s.merge.files.length,
+    sstsReused: finishedJobFiles(s).length,
     mergeBytesRedone: 0,
     ingestionFoundCommitted: false,
   };
@@ -161,7 +165,10 @@ function jobDuplicateOf(d: DuplicatePair): JobDuplicate {
 }
 
 export function mergeCheckpointOf(job: ImportJob): MergeCheckpoint {
-  const m = job.state.merge;
+  return checkpointOfCounts(job.state.merge);
+}
+
+function checkpointOfCounts(m: { rowsWritten: number; duplicateCount: number; duplicates: JobDuplicate[] }): MergeCheckpoint {
   return {
     rowsWritten: m.rowsWritten,
     duplicateCount: m.duplicateCount,
@@ -178,6 +185,63 @@ export function recordSstFinished(job: ImportJob, outputDir: string, file: Writt
     st.merge.duplicateCount = upToHere.duplicateCount;
     st.merge.duplicates = upToHere.duplicates.map(jobDuplicateOf);
     st.progress.rowsMerged = upToHere.rowsWritten + upToHere.duplicateCount;
+  });
+}
+
+/**
+ * A parallel merge's ranges, as the job holds them: those an earlier attempt recorded, or, on a
+ * first attempt, `plans`, recorded before any worker starts. Each comes with where it resumes:
+ * after its last finished file, with the counts up to it.
+ */
+export function parallelMergeOf(
+  job: ImportJob,
+  runs: readonly RunInfo[],
+  plans: readonly KeyRangePlan[],
+): { plans: KeyRangePlan[]; initial: MergeCheckpoint[]; finished: JobFile[][] } {
+  let parts = job.state.merge.partitions;
+  if (parts === undefined) {
+    const fresh: JobMergePartition[] = plans.map((p) => ({
+      lowHex: p.lowHex,
+      highHex: p.highHex,
+      files: [],
+      rowsWritten: 0,
+      duplicateCount: 0,
+      duplicates: [],
+    }));
+    job.checkpoint((st) => {
+      st.merge.partitions = fresh;
+    });
+    parts = fresh;
+  }
+  const resumed = parts.map((p) => {
+    const range = resumedMergeRange(runs, p.files);
+    const low = range.low ?? (p.lowHex === null ? null : Buffer.from(p.lowHex, 'hex'));
+    return {
+      lowHex: low === null ? null : low.toString('hex'),
+      highHex: p.highHex,
+      startOffsets: low === null ? runs.map(() => FIRST_ENTRY_OFFSET) : runs.map((r) => startOffsetBelow(r, low)),
+    };
+  });
+  return { plans: resumed, initial: parts.map(checkpointOfCounts), finished: parts.map((p) => [...p.files]) };
+}
+
+/** Records one SST a parallel merge's worker finished (fsynced by it) in range `partition`. */
+export function recordPartitionSstFinished(
+  job: ImportJob,
+  outputDir: string,
+  partition: number,
+  file: WrittenFile,
+  upToHere: MergeCheckpoint,
+): void {
+  syncDir(outputDir);
+  job.checkpoint((st) => {
+    const parts = st.merge.partitions as JobMergePartition[];
+    const p = parts[partition];
+    p.files.push(jobFileOf(file));
+    p.rowsWritten = upToHere.rowsWritten;
+    p.duplicateCount = upToHere.duplicateCount;
+    p.duplicates = upToHere.duplicates.map(jobDuplicateOf);
+    st.progress.rowsMerged = parts.reduce((a, x) => a + x.rowsWritten + x.duplicateCount, 0);
   });
 }
 
@@ -216,7 +280,7 @@ export function resumedMergeRange(runs: readonly RunInfo[], finished: readonly J
  */
 export function removeUnfinishedTempFiles(dir: string, job: ImportJob): number {
   const keep = new Set<string>();
-  for (const f of job.state.merge.files) {
+  for (const f of finishedJobFiles(job.state)) {
     keep.add(path.basename(f.tempPath));
     if (f.originsTempPath !== null) keep.add(path.basename(f.originsTempPath));
   }

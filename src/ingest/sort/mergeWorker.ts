@@ -1,17 +1,29 @@
 /**
  * A merge worker thread: merges one key range of all runs into SSTs (see src/ingest/sort/parallelMerge.ts) and
- * replies once with its MergeResult and files, then is terminated. On failure it removes the
+ * replies once with its MergeResult and files, then is terminated. With `report` it also posts
+ * each SST as it finishes it, fsynced, with the counts up to its last key (a resumable job's
+ * checkpoint), before the final reply. On failure it removes the
  * files it wrote before replying.
  */
-import { parentPort, workerData } from 'worker_threads';
+import { MessagePort, parentPort, workerData } from 'worker_threads';
 import { IngestError } from '../../util/errors';
-import { mergeRunsIntoSsts } from './mergeToSsts';
+import { MergeResumeHooks, mergeRunsIntoSsts } from './mergeToSsts';
 import { MergeReply, MergeTask } from './parallelMerge';
 import { SstSetWriter } from './sstSetWriter';
 
 function runMergeTask(t: MergeTask): MergeReply {
   const out = new SstSetWriter(t.outputDir, t.token, t.partition, t.targetFileSizeBytes, t.sstOptions, t.rowOrigins);
   const progress = new Float64Array(t.progress);
+  const port = parentPort as MessagePort;
+  let hooks: MergeResumeHooks | undefined;
+  if (t.report !== null) {
+    out.firstFileIndex = t.report.firstFileIndex;
+    const initial = t.report.initial;
+    hooks = {
+      initial: { ...initial, duplicates: initial.duplicates.map((d) => ({ ...d, key: Buffer.from(d.key) })) },
+      onFileFinished: (file, upTo) => port.postMessage({ type: 'file', file, upTo } satisfies MergeReply),
+    };
+  }
   try {
     const result = mergeRunsIntoSsts(
       t.runs,
@@ -26,6 +38,7 @@ function runMergeTask(t: MergeTask): MergeReply {
         high: t.highHex === null ? null : Buffer.from(t.highHex, 'hex'),
         startOffsets: t.startOffsets,
       },
+      hooks,
     );
     // Under the error policy a duplicate means the import fails: no need to finish the files.
     if (result.duplicateCount > 0 && t.policy === 'error') {
@@ -34,7 +47,7 @@ function runMergeTask(t: MergeTask): MergeReply {
     }
     return { type: 'done', result, files: out.finish() };
   } catch (e) {
-    out.abort();
+    out.abort(t.report !== null);
     const err = e as Error;
     return { type: 'error', message: err.message, code: e instanceof IngestError ? e.code : null, stack: err.stack ?? '' };
   }

@@ -10,11 +10,13 @@
  * `low` (or at the start), so no worker reads the parts of the runs before its range.
  *
  * Results: duplicate counts add up; the examples are the first MAX_DUPLICATE_EXAMPLES in key
- * order over all ranges. On any failure every file any worker wrote is removed.
+ * order over all ranges. On any failure every file any worker wrote is removed, except with
+ * `reporting` (a resumable job, or a disk quota charged per file), where the files each worker
+ * reported stay for the importer's cleanup to keep or remove.
  */
 import { IngestError } from '../../util/errors';
 import { SstFileWriterOptions } from '../../sstwriter/sstFileWriter';
-import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeResult } from './mergeToSsts';
+import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeCheckpoint, MergeResult } from './mergeToSsts';
 import { Progress } from '../progress';
 import { FIRST_ENTRY_OFFSET, RunInfo } from './runFile';
 import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
@@ -39,10 +41,26 @@ export interface MergeTask {
   rowOrigins: RowOriginSources | null;
   /** Float64 slot per partition: rows merged so far. */
   progress: SharedArrayBuffer;
+  /**
+   * Report each SST as it is finished (a 'file' message with the counts up to its last key),
+   * starting from these counts and numbering files from `firstFileIndex`: a resumable job
+   * checkpoints them. Null: report only at the end.
+   */
+  report: { initial: MergeCheckpoint; firstFileIndex: number } | null;
 }
 
 export type MergeReply =
-  { type: 'done'; result: MergeResult; files: WrittenFile[] } | { type: 'error'; message: string; code: string | null; stack: string };
+  | { type: 'done'; result: MergeResult; files: WrittenFile[] }
+  | { type: 'file'; file: WrittenFile; upTo: MergeCheckpoint }
+  | { type: 'error'; message: string; code: string | null; stack: string };
+
+/** A range's resumable state for mergeInWorkers: what its worker starts from, and what to call with each finished SST. */
+export interface RangeReporting {
+  initial: MergeCheckpoint[];
+  /** Files of each range finished by an earlier attempt: they come first in the range's output. */
+  finished: WrittenFile[][];
+  onFileFinished(partition: number, file: WrittenFile, upTo: MergeCheckpoint): void;
+}
 
 export interface KeyRangePlan {
   lowHex: string | null;
@@ -95,10 +113,11 @@ export interface ParallelMergeOutcome {
 export async function mergeInWorkers(
   runs: RunInfo[],
   ranges: KeyRangePlan[],
-  base: Omit<MergeTask, 'runs' | 'startOffsets' | 'lowHex' | 'highHex' | 'partition' | 'progress'>,
+  base: Omit<MergeTask, 'runs' | 'startOffsets' | 'lowHex' | 'highHex' | 'partition' | 'progress' | 'report'>,
   totalRows: number,
   progress: Progress,
   niceness = 0,
+  reporting: RangeReporting | null = null,
 ): Promise<ParallelMergeOutcome> {
   const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
   const merged = new Float64Array(cells);
@@ -115,18 +134,34 @@ export async function mergeInWorkers(
     ranges.map(
       (range, partition) =>
         new Promise<{ result: MergeResult; files: WrittenFile[] }>((resolve, reject) => {
-          const task: MergeTask = { ...base, runs, ...range, partition, progress: cells };
+          const report =
+            reporting === null ? null : { initial: reporting.initial[partition], firstFileIndex: reporting.finished[partition].length + 1 };
+          const task: MergeTask = { ...base, runs, ...range, partition, progress: cells, report };
           const w = startModuleWorker(__filename, 'mergeWorker', task, { niceness });
-          w.once('message', (reply: MergeReply) => {
-            if (reply.type === 'done') resolve({ result: reply.result, files: reply.files });
-            else
+          const onMessage = (reply: MergeReply): void => {
+            if (reply.type === 'file') {
+              try {
+                reporting?.onFileFinished(partition, bufferedFile(reply.file), bufferedCheckpoint(reply.upTo));
+              } catch (e) {
+                w.off('message', onMessage);
+                reject(e);
+                void w.terminate();
+              }
+              return;
+            }
+            w.off('message', onMessage);
+            if (reply.type === 'done') {
+              const earlier = reporting === null ? [] : reporting.finished[partition];
+              resolve({ result: bufferedResult(reply.result), files: [...earlier, ...reply.files.map(bufferedFile)] });
+            } else
               reject(
                 reply.code !== null
                   ? new IngestError(reply.code as IngestError['code'], reply.message)
                   : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`),
               );
             void w.terminate();
-          });
+          };
+          w.on('message', onMessage);
           w.once('error', reject);
           w.once('exit', (code) => reject(new Error(`merge worker exited with code ${code} before replying`)));
         }),
@@ -136,10 +171,11 @@ export async function mergeInWorkers(
   const done = replies.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = replies.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed !== undefined) {
-    for (const d of done) removeFiles(d.files);
+    // Reported files may be a resumable job's: the importer's cleanup decides about them.
+    if (reporting === null) for (const d of done) removeFiles(d.files);
     throw failed.reason;
   }
-  const duplicates: DuplicatePair[] = done.flatMap((d) => d.result.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })));
+  const duplicates: DuplicatePair[] = done.flatMap((d) => d.result.duplicates);
   duplicates.sort((a, b) => Buffer.compare(a.key, b.key));
   const merge: MergeResult = {
     rowsMerged: done.reduce((a, d) => a + d.result.rowsMerged, 0),
@@ -148,4 +184,17 @@ export async function mergeInWorkers(
     duplicates: duplicates.slice(0, MAX_DUPLICATE_EXAMPLES),
   };
   return { merge, files: done.flatMap((d) => d.files) };
+}
+
+/** A WrittenFile as a worker's message carries it (Buffers arrive as Uint8Arrays), with Buffers again. */
+function bufferedFile(f: WrittenFile): WrittenFile {
+  return { ...f, smallestUserKey: Buffer.from(f.smallestUserKey), largestUserKey: Buffer.from(f.largestUserKey) };
+}
+
+function bufferedCheckpoint(c: MergeCheckpoint): MergeCheckpoint {
+  return { ...c, duplicates: c.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })) };
+}
+
+function bufferedResult(r: MergeResult): MergeResult {
+  return { ...r, duplicates: r.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })) };
 }

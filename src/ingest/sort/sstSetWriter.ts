@@ -151,7 +151,11 @@ export class SstSetWriter {
   }
 
   /** Removes every file made so far (temporary or finished). Safe to call more than once. */
-  abort(): void {
+  /**
+   * Abandons the file being written; with `keepFinished`, the finished ones stay (a resumable
+   * job has recorded them; the importer's cleanup removes them if the import ends for good).
+   */
+  abort(keepFinished = false): void {
     if (this.writer !== null) {
       this.writer.abort();
       this.writer = null;
@@ -160,7 +164,7 @@ export class SstSetWriter {
       this.originsWriter.abort();
       this.originsWriter = null;
     }
-    removeFiles(this.files);
+    if (!keepFinished) removeFiles(this.files);
   }
 }
 
