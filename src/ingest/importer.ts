@@ -47,7 +47,7 @@ import {
   removeTempFiles,
   tempPrefix,
 } from './sort/sstSetWriter';
-import { KeyRangePlan, RangeReporting, mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
+import { KeyRangePlan, MergeWorkerPool, RangeReporting, mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
 import { parseInWorkers } from './parse/parallelParse';
 import { InputNamer, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
@@ -231,6 +231,8 @@ export class CsvImport {
   private finished = false;
   private written: WrittenFile[] = [];
   private runCounter = 0;
+  /** Merge workers started ahead (startMergeWorkersAhead); closed by cleanupSync. */
+  private mergePool: MergeWorkerPool | null = null;
   /** Prefix of the run files this attempt names on the main thread (attempts of a job must not reuse names). */
   private runPrefix = 'run-';
   /** The resumable job, when there is one; `ownJob`: opened here (output-dir imports), so finished or kept here. */
@@ -253,6 +255,8 @@ export class CsvImport {
 
   /** Removes everything the import made so far; safe from a signal handler (synchronous). */
   cleanupSync(): void {
+    this.mergePool?.close();
+    this.mergePool = null;
     if (this.job !== null && !this.finished && !this.definitiveFailure) {
       // Interrupted (a signal, I/O, a full disk): everything stays for the resume.
       if (this.ownJob) this.job.release();
@@ -279,6 +283,7 @@ export class CsvImport {
     const setup = this.setUp();
     this.checkQuota(setup);
     this.openJob();
+    this.startMergeWorkersAhead(setup);
     this.prepareOutputDir(o.outputDir);
     this.prepareWorkDir();
     try {
@@ -540,6 +545,22 @@ export class CsvImport {
   }
 
   /**
+   * Starts the merge workers the default would use (mergeThreadsFor) ahead, so their start-up
+   * overlaps the parse's (MergeWorkerPool): when the input is large enough that its runs will
+   * reach PARALLEL_MERGE_MIN_RUN_BYTES (runs hold about the input's bytes) and no earlier attempt
+   * fixed the merge's shape. A guess: workers the merge does not take are terminated.
+   */
+  private startMergeWorkersAhead(s: ImportSetup): void {
+    const o = this.opts;
+    const job = this.job;
+    if (job !== null && (job.state.merge.partitions !== undefined || job.state.merge.files.length > 0)) return;
+    if (job !== null && job.state.phase !== 'parse' && job.state.phase !== 'merge') return;
+    const threads = o.mergeThreads ?? (os.availableParallelism() >= 2 && s.totalInput >= PARALLEL_MERGE_MIN_RUN_BYTES ? 2 : 1);
+    if (threads < 2) return;
+    this.mergePool = new MergeWorkerPool(threads, o.workerNiceness ?? 0);
+  }
+
+  /**
    * Whether the merge runs on workers: as a resumed job's merge started (recorded ranges: yes;
    * files of a one-thread merge: no), else for two ranges or more, or one with mergeOffMainThread.
    */
@@ -597,7 +618,7 @@ export class CsvImport {
       sstOptions: { ...(o.sstOptions ?? {}), backgroundCompression: false },
       rowOrigins,
     };
-    return mergeInWorkers(runs, plans, base, rowsRead, s.progress, o.workerNiceness ?? 0, reporting);
+    return mergeInWorkers(runs, plans, base, rowsRead, s.progress, o.workerNiceness ?? 0, reporting, this.mergePool);
   }
 
   /**

@@ -2,7 +2,8 @@
  * A merge worker thread: merges one key range of all runs into SSTs (see src/ingest/sort/parallelMerge.ts) and
  * replies once with its MergeResult and files, then is terminated. With `report` it also posts
  * each SST as it finishes it, fsynced, with the counts up to its last key (a resumable job's
- * checkpoint), before the final reply. On failure it removes the
+ * checkpoint), before the final reply. The task comes as workerData, or, for a standby worker
+ * started ahead by MergeWorkerPool, as the first message. On failure it removes the
  * files it wrote before replying.
  */
 import { MessagePort, parentPort, workerData } from 'worker_threads';
@@ -53,6 +54,9 @@ function runMergeTask(t: MergeTask): MergeReply {
   }
 }
 
-if (parentPort !== null && workerData !== null && typeof workerData === 'object' && 'startOffsets' in workerData) {
-  parentPort.postMessage(runMergeTask(workerData as MergeTask));
+if (parentPort !== null && workerData !== null && typeof workerData === 'object') {
+  const port = parentPort;
+  if ('startOffsets' in workerData) port.postMessage(runMergeTask(workerData as MergeTask));
+  // A standby worker (MergeWorkerPool): loaded ahead, its task comes as its first message.
+  else if ('standby' in workerData) port.once('message', (task: MergeTask) => port.postMessage(runMergeTask(task)));
 }

@@ -14,7 +14,8 @@
  * `reporting` (a resumable job, or a disk quota charged per file), where the files each worker
  * reported stay for the importer's cleanup to keep or remove.
  */
-import { IngestError } from '../../util/errors';
+import { Worker } from 'worker_threads';
+import { IngestError, assert } from '../../util/errors';
 import { SstFileWriterOptions } from '../../sstwriter/sstFileWriter';
 import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeCheckpoint, MergeResult } from './mergeToSsts';
 import { Progress } from '../progress';
@@ -23,6 +24,8 @@ import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
 import { startModuleWorker } from '../../util/workerBootstrap';
 
 const PROGRESS_INTERVAL_MS = 200;
+/** A pool never holds more standby workers than this (one per merge thread; the import uses 2). */
+const MAX_POOLED_MERGE_WORKERS = 16;
 
 /** What one merge worker does. Plain data. */
 export interface MergeTask {
@@ -104,6 +107,47 @@ export function startOffsetBelow(run: RunInfo, low: Buffer): number {
   return offset;
 }
 
+/**
+ * Merge workers started ahead, while the import is still parsing: a worker's start-up (a new
+ * isolate, then loading the table writer's modules: about 0.1 s of CPU) then overlaps the
+ * parse's start, when one core is mostly idle, instead of delaying the merge. A standby worker
+ * waits for its task as its first message; it is unref'd until taken, so it never keeps the
+ * process alive, and `close` terminates the ones not taken. One that failed to start is
+ * skipped (mergeInWorkers then starts a fresh one).
+ */
+export class MergeWorkerPool {
+  private readonly idle: Worker[] = [];
+
+  constructor(count: number, niceness = 0) {
+    assert(Number.isInteger(count) && count >= 0 && count <= MAX_POOLED_MERGE_WORKERS, `merge worker pool of ${count}`);
+    for (let i = 0; i < count; i++) {
+      const w = startModuleWorker(__filename, 'mergeWorker', { standby: true }, { niceness });
+      const dead = (): void => {
+        const at = this.idle.indexOf(w);
+        if (at >= 0) this.idle.splice(at, 1);
+      };
+      w.once('error', dead);
+      w.once('exit', dead);
+      w.unref();
+      this.idle.push(w);
+    }
+  }
+
+  /** A standby worker, referenced again (the caller owns it), or null when none is left. */
+  take(): Worker | null {
+    const w = this.idle.shift();
+    if (w === undefined) return null;
+    w.removeAllListeners('error');
+    w.removeAllListeners('exit');
+    w.ref();
+    return w;
+  }
+
+  close(): void {
+    for (const w of this.idle.splice(0)) void w.terminate();
+  }
+}
+
 export interface ParallelMergeOutcome {
   merge: MergeResult;
   /** All files, in key order. */
@@ -118,6 +162,7 @@ export async function mergeInWorkers(
   progress: Progress,
   niceness = 0,
   reporting: RangeReporting | null = null,
+  pool: MergeWorkerPool | null = null,
 ): Promise<ParallelMergeOutcome> {
   const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
   const merged = new Float64Array(cells);
@@ -137,7 +182,9 @@ export async function mergeInWorkers(
           const report =
             reporting === null ? null : { initial: reporting.initial[partition], firstFileIndex: reporting.finished[partition].length + 1 };
           const task: MergeTask = { ...base, runs, ...range, partition, progress: cells, report };
-          const w = startModuleWorker(__filename, 'mergeWorker', task, { niceness });
+          const standby = pool?.take() ?? null;
+          const w = standby ?? startModuleWorker(__filename, 'mergeWorker', task, { niceness });
+          if (standby !== null) standby.postMessage(task);
           const onMessage = (reply: MergeReply): void => {
             if (reply.type === 'file') {
               try {
