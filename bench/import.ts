@@ -5,6 +5,8 @@
  * same file (issue 16's Done-when).
  *
  * Default mode: for each of --sizes (1M and 10M rows), --runs runs of each side (3), alternating
+ * (ours into a new database, as the peer ingests into one: engine open, conflict check, checked
+ * ingestion and close included; `--target output-dir` imports into an output directory instead)
  * and alternating which goes first, each in its own process. Per side it prints the medians of
  * wall time (spawn to exit, as the parent sees it: start-up included for both), CPU time
  * (user + system of the whole process, every thread: ours from process.resourceUsage in the
@@ -17,7 +19,7 @@
  * (`--classic-rows N`: the first N rows of the first size's CSV, compared as rows/s; it takes
  * minutes on 10M rows).
  *
- * Usage: node dist/bench/import.js [--sizes N,N (1000000,10000000) | --rows N] [--runs N (3)]
+ * Usage: node dist/bench/import.js [--sizes N,N (1000000,10000000) | --rows N] [--runs N (3)] [--target db|output-dir]
  *          [--memory-limit SIZE (256MiB)] [--threads N] [--merge-threads N] [--compression lz4|none]
  *          [--classic-rows N] [--data-dir DIR] [--json]
  * The CSV is generated once (bench/gen-trades, deterministic) into --data-dir (default: the
@@ -42,10 +44,11 @@ import * as os from 'os';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
 import { FIRST_TRADE_ID, writeTrades } from './gen-trades';
-import { ImportSummary, runImport } from '../src/ingest/importer';
+import { ImportOptions, ImportSummary, runImport } from '../src/ingest/importer';
 import { parseIntInto } from '../src/ingest/rows/keySpec';
 import { OnConflict } from '../src/conflict/policy';
 import { formatIntoDb, runIntoDb } from './import-into-db';
+import { importIntoDb } from '../src/ingest/importIntoDb';
 
 interface Args {
   /** Rows of the CSV imported; null = the mode's default (10M; 1M with --into-db). */
@@ -68,6 +71,8 @@ interface Args {
   onConflict: OnConflict;
   busyWriter: boolean;
   writerKeys: 'inside' | 'outside';
+  /** Default mode: ours imports into a new database (`db`, as the peer does) or an output directory. */
+  target: 'db' | 'output';
   /** --resume-overhead: the checkpoint overhead mode, and its runs per side. */
   resumeOverhead: boolean;
   runs: number;
@@ -98,6 +103,7 @@ function parseArgs(argv: string[]): Args {
     busyRuns: 1,
     resumeOverhead: false,
     runs: 3,
+    target: 'db',
   };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
@@ -124,7 +130,11 @@ function parseArgs(argv: string[]): Args {
     } else if (k === '--data-dir') a.dataDir = v();
     else if (k === '--json') a.json = true;
     else if (k === '--into-db') a.intoDb = true;
-    else if (k === '--existing-rows') a.existingRows = count();
+    else if (k === '--target') {
+      const t = v();
+      if (t !== 'db' && t !== 'output-dir') throw new Error('--target needs db or output-dir');
+      a.target = t === 'db' ? 'db' : 'output';
+    } else if (k === '--existing-rows') a.existingRows = count();
     else if (k === '--overlap') {
       a.overlap = Number(v());
       if (!(a.overlap >= 0 && a.overlap <= 1)) throw new Error('--overlap needs a fraction in [0, 1]');
@@ -185,11 +195,10 @@ function ensureCsv(dataDir: string, rows: number, seed = 42, firstTradeId = FIRS
 
 /** Child mode: run one import and print its summary (so the parent sees this process's peak RSS). */
 async function child(argv: string[]): Promise<void> {
-  const [input, outputDir, tmpDir, memoryLimit, threads, mergeThreads, compression, resume] = argv;
-  const summary = await runImport({
+  const [input, outputDir, tmpDir, memoryLimit, threads, mergeThreads, compression, resume, target] = argv;
+  const importOptions: Omit<ImportOptions, 'outputDir'> = {
     resume: resume === 'resume',
     inputs: [input],
-    outputDir,
     tmpDir,
     dialect: { delimiter: '|' },
     header: true,
@@ -199,8 +208,17 @@ async function child(argv: string[]): Promise<void> {
     parseThreads: threads === '' ? undefined : Number(threads),
     mergeThreads: mergeThreads === '' ? undefined : Number(mergeThreads),
     sstOptions: { compression: compression === 'none' ? 0 : 4 },
-    writeSummaryFile: false,
-  });
+  };
+  let summary: ImportSummary & { dbSeconds?: number };
+  if (target === 'db') {
+    // Into a new database, as the peer's IngestExternalFile: engine open, the (empty) conflict
+    // check, the ingestion and the close are timed together as dbSeconds.
+    const t0 = performance.now();
+    const r = await importIntoDb({ dbDir: outputDir, import: importOptions, onConflict: 'abort' });
+    summary = { ...r.import, dbSeconds: +((performance.now() - t0) / 1000 - r.import.phases.totalSeconds).toFixed(3) };
+  } else {
+    summary = await runImport({ ...importOptions, outputDir, writeSummaryFile: false });
+  }
   // The parent needs the file count, not every file's listing.
   const files = summary.outputFiles.length;
   summary.outputFiles = summary.outputFiles.slice(0, 3);
@@ -208,6 +226,9 @@ async function child(argv: string[]): Promise<void> {
   const usage: ChildUsage = { cpuSeconds: (u.userCPUTime + u.systemCPUTime) / 1e6, maxRssKiB: u.maxRSS };
   process.stdout.write(`${JSON.stringify({ ...summary, outputFileCount: files, usage })}\n`);
 }
+
+/** Our import's phases in one run (its summary's), and with --target db the database steps after them. */
+type OursPhases = ImportSummary['phases'] & { dbSeconds: number | null };
 
 /** The child's own accounting at its end: every thread's CPU (workers included) and its peak RSS. */
 interface ChildUsage {
@@ -404,7 +425,9 @@ interface SizeReport {
   ours: ProcessSample[];
   peer: ProcessSample[] | string;
   /** Our import's own phases (its summary), per run. */
-  oursPhases: ImportSummary['phases'][];
+  oursPhases: OursPhases[];
+  /** Ours imported into a new database (`db`) or an output directory. */
+  into: 'db' | 'output';
   oursThreads: { parse: number; merge: number; runs: number; files: number };
   peerPhases: Omit<PeerResult, 'rows' | 'files'>[];
   medians: { ours: ProcessSample; peer: ProcessSample | null };
@@ -431,7 +454,7 @@ function compareSize(a: Args, rows: number): SizeReport {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-'));
   const loadBefore = loadAverage();
   const ours: ProcessSample[] = [];
-  const oursPhases: ImportSummary['phases'][] = [];
+  const oursPhases: OursPhases[] = [];
   const peerSamples: ProcessSample[] = [];
   const peerPhases: SizeReport['peerPhases'] = [];
   let peerError: string | null = null;
@@ -441,9 +464,9 @@ function compareSize(a: Args, rows: number): SizeReport {
       const order: ('ours' | 'peer')[] = i % 2 === 0 ? ['ours', 'peer'] : ['peer', 'ours'];
       for (const side of order) {
         if (side === 'ours') {
-          const r = spawnOurs(csv, work, a, false);
+          const r = spawnOurs(csv, work, a, false, a.target);
           ours.push(r.sample);
-          oursPhases.push(r.summary.phases);
+          oursPhases.push({ ...r.summary.phases, dbSeconds: r.summary.dbSeconds ?? null });
           threads = { parse: r.summary.parseThreads, merge: r.summary.mergeThreads, runs: r.summary.runs, files: r.files };
         } else if (peerError === null) {
           const p = runPeer(csv, work, a.compression);
@@ -476,6 +499,7 @@ function compareSize(a: Args, rows: number): SizeReport {
     ours,
     peer: peerError ?? peerSamples,
     oursPhases,
+    into: a.target,
     oursThreads: threads,
     peerPhases,
     medians: { ours: mOurs, peer: mPeer },
@@ -495,9 +519,14 @@ function formatSize(r: SizeReport): string[] {
   const runs = (xs: readonly ProcessSample[]): string => xs.map((x) => x.wallSeconds.toFixed(2)).join(', ');
   const out = [
     `${r.rows.toLocaleString('en-US')} trade rows (${(r.inputBytes / 1e6).toFixed(0)} MB), ${r.runs} runs each, alternating; load average ${r.loadAverage.before} before, ${r.loadAverage.after} after`,
-    `  ingest import  median ${s(r.medians.ours)}   (wall per run ${runs(r.ours)}; ${r.oursThreads.parse} parse / ${r.oursThreads.merge} merge threads, ${r.oursThreads.runs} runs, ${r.oursThreads.files} files)`,
+    `  ingest import${r.into === 'db' ? ' (into a new database)' : ' (into an output directory)'}`,
+    `                 median ${s(r.medians.ours)}   (wall per run ${runs(r.ours)}; ${r.oursThreads.parse} parse / ${r.oursThreads.merge} merge threads, ${r.oursThreads.runs} runs, ${r.oursThreads.files} files)`,
   ];
-  const ph = r.oursPhases.map((p) => `parse ${p.parseSeconds}s merge+write ${p.mergeSeconds}s publish ${p.publishSeconds}s`);
+  const ph = r.oursPhases.map(
+    (p) =>
+      `parse ${p.parseSeconds}s merge+write ${p.mergeSeconds}s publish ${p.publishSeconds}s` +
+      (p.dbSeconds === null ? '' : ` db open+check+ingest+close ${p.dbSeconds}s`),
+  );
   out.push(`                 phases per run: ${ph.join(' | ')}`);
   if (typeof r.peer === 'string') out.push(`  C++ peer       ${r.peer}`);
   else {
@@ -569,13 +598,31 @@ async function classicComparison(a: Args, rows: number, ours: SizeReport): Promi
  * checkpoints: its summary, and the process as the parent saw it (wall from spawn to exit,
  * start-up included, as for the peer; CPU and peak RSS from the child's process.resourceUsage).
  */
-function spawnOurs(csv: string, work: string, a: Args, resume: boolean): { summary: ImportSummary; files: number; sample: ProcessSample } {
+function spawnOurs(
+  csv: string,
+  work: string,
+  a: Args,
+  resume: boolean,
+  target: 'db' | 'output' = 'output',
+): { summary: ImportSummary & { dbSeconds?: number }; files: number; sample: ProcessSample } {
   const out = path.join(work, 'ours');
   const opt = (n: number | undefined): string => (n === undefined ? '' : String(n));
   const t0 = performance.now();
   const c = spawnSync(
     process.execPath,
-    [__filename, '--child', csv, out, work, a.memoryLimit, opt(a.threads), opt(a.mergeThreads), a.compression, resume ? 'resume' : 'plain'],
+    [
+      __filename,
+      '--child',
+      csv,
+      out,
+      work,
+      a.memoryLimit,
+      opt(a.threads),
+      opt(a.mergeThreads),
+      a.compression,
+      resume ? 'resume' : 'plain',
+      target,
+    ],
     { encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const wallSeconds = (performance.now() - t0) / 1000;
