@@ -23,6 +23,7 @@
  * rather than write past it. The hash table lives on the stack (16 KiB).
  */
 #include "lz4Encode.h"
+#include "loads.h"
 
 #include <string.h>
 
@@ -35,17 +36,6 @@
 #define SKIP_TRIGGER 6
 #define RUN_MASK 15
 
-static inline uint32_t read32(const uint8_t* p) {
-  uint32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline uint64_t read64(const uint8_t* p) {
-  uint64_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
 
 static inline uint32_t hash4(uint32_t v) { return (v * 2654435761u) >> (32 - HASH_LOG); }
 

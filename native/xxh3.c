@@ -58,22 +58,8 @@ static const uint8_t kSecret[SECRET_BYTES] = {
     0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
 };
 
-/* Little-endian loads (x86-64 and aarch64 are little-endian; the build refuses others, see below). */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "xxh3.c assumes a little-endian target"
-#endif
-
-static inline uint64_t read64(const uint8_t* p) {
-  uint64_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline uint32_t read32(const uint8_t* p) {
-  uint32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
+/* Little-endian loads: see loads.h (the build refuses big-endian targets). */
+#include "loads.h"
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
