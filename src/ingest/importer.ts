@@ -83,6 +83,11 @@ export const PARALLEL_MIN_INPUT_BYTES = 32 << 20;
  */
 export const PARALLEL_MERGE_MIN_RUN_BYTES = 32 << 20;
 
+/** The merge threads the default gives runs of about `runBytes`: 2 on 2+ cores from PARALLEL_MERGE_MIN_RUN_BYTES on, else 1. */
+function defaultMergeThreads(runBytes: number): number {
+  return os.availableParallelism() >= 2 && runBytes >= PARALLEL_MERGE_MIN_RUN_BYTES ? 2 : 1;
+}
+
 export type ParserChoice = 'auto' | 'fast' | 'csv-parse';
 
 export interface ImportOptions {
@@ -536,12 +541,18 @@ export class CsvImport {
    * the second core gives back), else one.
    */
   private mergeThreadsFor(runBytes: number): number {
-    const job = this.job;
-    const parts = job?.state.merge.partitions;
-    if (parts !== undefined) return parts.length;
-    if (job !== null && job.state.merge.files.length > 0) return 1;
+    const started = this.mergeStartedEarlier();
+    if (started !== null) return started.threads;
     if (this.opts.mergeThreads !== undefined) return Math.max(1, this.opts.mergeThreads);
-    return os.availableParallelism() >= 2 && runBytes >= PARALLEL_MERGE_MIN_RUN_BYTES ? 2 : 1;
+    return defaultMergeThreads(runBytes);
+  }
+
+  /** How a resumed job's merge started: on workers over its recorded ranges, on one thread (it has files), or null: not yet. */
+  private mergeStartedEarlier(): { onWorkers: boolean; threads: number } | null {
+    const merge = this.job?.state.merge;
+    if (merge?.partitions !== undefined) return { onWorkers: true, threads: merge.partitions.length };
+    if (merge !== undefined && merge.files.length > 0) return { onWorkers: false, threads: 1 };
+    return null;
   }
 
   /**
@@ -553,9 +564,9 @@ export class CsvImport {
   private startMergeWorkersAhead(s: ImportSetup): void {
     const o = this.opts;
     const job = this.job;
-    if (job !== null && (job.state.merge.partitions !== undefined || job.state.merge.files.length > 0)) return;
+    if (this.mergeStartedEarlier() !== null) return;
     if (job !== null && job.state.phase !== 'parse' && job.state.phase !== 'merge') return;
-    const threads = o.mergeThreads ?? (os.availableParallelism() >= 2 && s.totalInput >= PARALLEL_MERGE_MIN_RUN_BYTES ? 2 : 1);
+    const threads = o.mergeThreads ?? defaultMergeThreads(s.totalInput);
     if (threads < 2) return;
     this.mergePool = new MergeWorkerPool(threads, o.workerNiceness ?? 0);
   }
@@ -565,9 +576,8 @@ export class CsvImport {
    * files of a one-thread merge: no), else for two ranges or more, or one with mergeOffMainThread.
    */
   private mergesOnWorkers(rangeCount: number): boolean {
-    const job = this.job;
-    if (job?.state.merge.partitions !== undefined) return true;
-    if (job !== null && job.state.merge.files.length > 0) return false;
+    const started = this.mergeStartedEarlier();
+    if (started !== null) return started.onWorkers;
     return rangeCount > 1 || (rangeCount === 1 && this.opts.mergeOffMainThread === true);
   }
 

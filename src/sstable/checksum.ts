@@ -18,17 +18,11 @@
 import { crc32c } from '@node-rs/crc32';
 import type { IHasher } from 'hash-wasm';
 import { nativeBlockCodec } from './nativeBlockCodec';
+import { onFirstUse } from '../util/onFirstUse';
 
-type XxhashModule = typeof import('@node-rs/xxhash');
-let xxhashModule: XxhashModule | null = null;
-/**
- * @node-rs/xxhash, loaded on first use: only xxHash/xxHash64 files and the XXH3 fallback need
- * it, and loading a package costs every thread that does it a few milliseconds of start-up.
- */
-function xxhash(): XxhashModule {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (xxhashModule ??= require('@node-rs/xxhash') as XxhashModule);
-}
+/** @node-rs/xxhash, loaded on first use: only xxHash/xxHash64 files and the XXH3 fallback need it. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const xxhash = onFirstUse(() => require('@node-rs/xxhash') as typeof import('@node-rs/xxhash'));
 
 export enum ChecksumType {
   None = 0,

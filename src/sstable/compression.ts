@@ -38,23 +38,17 @@ import type * as SnappyNapi from 'snappy';
 import type * as ZstdBinding from 'zstd-napi/binding';
 import { readVarint32, writeVarint, varintLength, decoded } from '../util/coding';
 import { IngestError } from '../util/errors';
+import { onFirstUse } from '../util/onFirstUse';
 import { NativeBlockCodec, nativeBlockCodec } from './nativeBlockCodec';
 
-let lz4Module: typeof Lz4Napi | null = null;
-let snappyModule: typeof SnappyNapi | null = null;
 /**
  * lz4-napi and snappy, loaded on first use: with the native codec built, LZ4 never needs
- * lz4-napi, and Snappy is written only on request; each package costs every thread that loads
- * it a few milliseconds of start-up.
+ * lz4-napi, and Snappy is written only on request.
  */
-function lz4Napi(): typeof Lz4Napi {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (lz4Module ??= require('lz4-napi') as typeof Lz4Napi);
-}
-function snappyNapi(): typeof SnappyNapi {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (snappyModule ??= require('snappy') as typeof SnappyNapi);
-}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const lz4Napi = onFirstUse(() => require('lz4-napi') as typeof Lz4Napi);
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const snappyNapi = onFirstUse(() => require('snappy') as typeof SnappyNapi);
 
 export enum CompressionType {
   None = 0,
@@ -157,23 +151,19 @@ export const ZSTD_LEVEL = 3;
 /** Per-thread ZSTD contexts, made on first use (a context costs ~100 KiB-1 MiB, reused across blocks). */
 let zstdCompressContext: ZstdBinding.CCtx | null = null;
 let zstdDecompressContext: ZstdBinding.DCtx | null = null;
-let zstdModule: typeof ZstdBinding | null = null;
-
 /**
  * zstd-napi's binding, loaded on first use: its native module is built at install time, and a
  * package installed without install scripts (or whose build failed) must still load and serve
  * every other compression. Without it, ZSTD is IngestError NOT_SUPPORTED saying why.
  */
-function zstd(): typeof ZstdBinding {
-  if (zstdModule !== null) return zstdModule;
+const zstd = onFirstUse((): typeof ZstdBinding => {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    zstdModule = require('zstd-napi/binding') as typeof ZstdBinding;
+    return require('zstd-napi/binding') as typeof ZstdBinding;
   } catch (e) {
     throw new IngestError('NOT_SUPPORTED', `ZSTD compression needs the zstd-napi package, which did not load: ${(e as Error).message}`);
   }
-  return zstdModule;
-}
+});
 
 /** `varint32 size ‖ ZSTD frame` (RocksDB's layout for every format_version), or null. */
 function zstdCompressForBlock(raw: Buffer): Buffer | null {

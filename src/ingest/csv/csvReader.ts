@@ -15,20 +15,16 @@
  */
 import * as fs from 'fs';
 import { Readable } from 'stream';
-import type { CsvError, Options as CsvParseOptions, Parser as CsvParser } from 'csv-parse';
-
-type CsvParseModule = typeof import('csv-parse');
-let csvParseModule: CsvParseModule | null = null;
-/** csv-parse, loaded on first use: only the csv-parse dialects need it (see docs/import.md, Parsing). */
-function csvParse(options: CsvParseOptions): CsvParser {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  csvParseModule ??= require('csv-parse') as CsvParseModule;
-  return csvParseModule.parse(options);
-}
+import type { CsvError } from 'csv-parse';
 import { IngestError } from '../../util/errors';
 import { CsvDialect, dialectBytes } from './csvDialect';
 import { CsvTokenizer, RecordSink } from './csvTokenizer';
 import { ByteSource } from './inputSource';
+import { onFirstUse } from '../../util/onFirstUse';
+
+/** csv-parse, loaded on first use: only the csv-parse dialects need it (see docs/import.md, Parsing). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const csvParseModule = onFirstUse(() => require('csv-parse') as typeof import('csv-parse'));
 
 /** Longest record (raw bytes) either path accepts. */
 export const MAX_RECORD_BYTES = 64 << 20;
@@ -250,7 +246,7 @@ export async function readCsvWithCsvParse(
   let badError: unknown = null;
   let crlfSurplus = 0;
   const index = new LineFeedIndex();
-  const parser = csvParse({
+  const parser = csvParseModule().parse({
     delimiter: dialect.delimiter,
     quote: dialect.quote === '' ? false : dialect.quote,
     escape: dialect.escape === '' ? null : dialect.escape,

@@ -25,11 +25,10 @@ import { syncDir, syncPath, syncPathAsync } from '../../engine/durableFs';
 import { FIRST_ENTRY_OFFSET, RunInfo } from '../sort/runFile';
 import { DuplicatePair, MergeCheckpoint, MergeRange, MergeResult } from '../sort/mergeToSsts';
 import { WrittenFile, tempPrefix } from '../sort/sstSetWriter';
-import { startOffsetBelow } from '../sort/parallelMerge';
+import { KeyRangePlan, startOffsetBelow } from '../sort/parallelMerge';
 import { ParseResume } from '../parse/parallelParse';
 import { ParseOutcome } from '../parse/parseTypes';
 import { ImportJob, JobDuplicate, JobFile, JobMergePartition, finishedJobFiles } from './importJob';
-import { KeyRangePlan } from '../sort/parallelMerge';
 
 /** What a resumed attempt took over and what it had to redo; null in the summary without a job. */
 export interface ImportResumeSummary {
@@ -214,13 +213,8 @@ export function parallelMergeOf(
     parts = fresh;
   }
   const resumed = parts.map((p) => {
-    const range = resumedMergeRange(runs, p.files);
-    const low = range.low ?? (p.lowHex === null ? null : Buffer.from(p.lowHex, 'hex'));
-    return {
-      lowHex: low === null ? null : low.toString('hex'),
-      highHex: p.highHex,
-      startOffsets: low === null ? runs.map(() => FIRST_ENTRY_OFFSET) : runs.map((r) => startOffsetBelow(r, low)),
-    };
+    const low = keyAfter(p.files) ?? (p.lowHex === null ? null : Buffer.from(p.lowHex, 'hex'));
+    return { lowHex: low === null ? null : low.toString('hex'), highHex: p.highHex, startOffsets: startOffsetsFrom(runs, low) };
   });
   return { plans: resumed, initial: parts.map(checkpointOfCounts), finished: parts.map((p) => [...p.files]) };
 }
@@ -267,10 +261,19 @@ export function recordMerged(job: ImportJob, outputDir: string, files: readonly 
  * deletes runs as it reads them (a range is given), since a later resume may need them again.
  */
 export function resumedMergeRange(runs: readonly RunInfo[], finished: readonly JobFile[]): MergeRange {
-  if (finished.length === 0) return { low: null, high: null, startOffsets: runs.map(() => FIRST_ENTRY_OFFSET) };
-  // The successor of the last key written: nothing sorts between k and k ‖ 0x00.
-  const low = Buffer.concat([Buffer.from(finished[finished.length - 1].largestKeyHex, 'hex'), Buffer.of(0)]);
-  return { low, high: null, startOffsets: runs.map((r) => startOffsetBelow(r, low)) };
+  const low = keyAfter(finished);
+  return { low, high: null, startOffsets: startOffsetsFrom(runs, low) };
+}
+
+/** The successor of the last key the finished files hold (nothing sorts between k and k ‖ 0x00); null when there are none. */
+function keyAfter(finished: readonly JobFile[]): Buffer | null {
+  if (finished.length === 0) return null;
+  return Buffer.concat([Buffer.from(finished[finished.length - 1].largestKeyHex, 'hex'), Buffer.of(0)]);
+}
+
+/** Where each run's reader starts for keys from `low` on (null: the start). */
+function startOffsetsFrom(runs: readonly RunInfo[], low: Buffer | null): number[] {
+  return runs.map((r) => (low === null ? FIRST_ENTRY_OFFSET : startOffsetBelow(r, low)));
 }
 
 /**

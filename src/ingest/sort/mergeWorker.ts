@@ -9,7 +9,7 @@
 import { MessagePort, parentPort, workerData } from 'worker_threads';
 import { IngestError } from '../../util/errors';
 import { MergeResumeHooks, mergeRunsIntoSsts } from './mergeToSsts';
-import { MergeReply, MergeTask } from './parallelMerge';
+import { MergeReply, MergeTask, withBufferKeys } from './parallelMerge';
 import { SstSetWriter } from './sstSetWriter';
 
 function runMergeTask(t: MergeTask): MergeReply {
@@ -19,9 +19,8 @@ function runMergeTask(t: MergeTask): MergeReply {
   let hooks: MergeResumeHooks | undefined;
   if (t.report !== null) {
     out.firstFileIndex = t.report.firstFileIndex;
-    const initial = t.report.initial;
     hooks = {
-      initial: { ...initial, duplicates: initial.duplicates.map((d) => ({ ...d, key: Buffer.from(d.key) })) },
+      initial: withBufferKeys(t.report.initial),
       onFileFinished: (file, upTo) => port.postMessage({ type: 'file', file, upTo } satisfies MergeReply),
     };
   }

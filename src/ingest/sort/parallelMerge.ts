@@ -188,7 +188,7 @@ export async function mergeInWorkers(
           const onMessage = (reply: MergeReply): void => {
             if (reply.type === 'file') {
               try {
-                reporting?.onFileFinished(partition, bufferedFile(reply.file), bufferedCheckpoint(reply.upTo));
+                reporting?.onFileFinished(partition, bufferedFile(reply.file), withBufferKeys(reply.upTo));
               } catch (e) {
                 w.off('message', onMessage);
                 reject(e);
@@ -199,7 +199,7 @@ export async function mergeInWorkers(
             w.off('message', onMessage);
             if (reply.type === 'done') {
               const earlier = reporting === null ? [] : reporting.finished[partition];
-              resolve({ result: bufferedResult(reply.result), files: [...earlier, ...reply.files.map(bufferedFile)] });
+              resolve({ result: withBufferKeys(reply.result), files: [...earlier, ...reply.files.map(bufferedFile)] });
             } else
               reject(
                 reply.code !== null
@@ -238,10 +238,7 @@ function bufferedFile(f: WrittenFile): WrittenFile {
   return { ...f, smallestUserKey: Buffer.from(f.smallestUserKey), largestUserKey: Buffer.from(f.largestUserKey) };
 }
 
-function bufferedCheckpoint(c: MergeCheckpoint): MergeCheckpoint {
-  return { ...c, duplicates: c.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })) };
-}
-
-function bufferedResult(r: MergeResult): MergeResult {
-  return { ...r, duplicates: r.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })) };
+/** Counts with duplicate examples (a MergeCheckpoint or MergeResult) as a message carries them, with Buffer keys again. */
+export function withBufferKeys<T extends { duplicates: DuplicatePair[] }>(counts: T): T {
+  return { ...counts, duplicates: counts.duplicates.map((p) => ({ ...p, key: Buffer.from(p.key) })) };
 }

@@ -123,7 +123,7 @@ export class SortBuffer {
   private adviseHugePages(): void {
     if (nativeBlockCodec === null) return;
     const views: ArrayBufferView[] = [this.arena, this.offset, this.keyLength, this.valueLength, this.source, this.line, this.order];
-    views.push(this.chunkHigh, this.chunkLow, this.lengthClass, this.orderScratch, this.highScratch, this.lowScratch);
+    views.push(this.chunkHigh, this.chunkLow, this.lengthClass, this.orderScratch, this.highScratch, this.lowScratch, this.classScratch);
     for (const v of views) nativeBlockCodec.adviseHugePages(v);
   }
 

@@ -150,10 +150,10 @@ export class SstSetWriter {
     return this.files;
   }
 
-  /** Removes every file made so far (temporary or finished). Safe to call more than once. */
   /**
-   * Abandons the file being written; with `keepFinished`, the finished ones stay (a resumable
-   * job has recorded them; the importer's cleanup removes them if the import ends for good).
+   * Removes every file made so far (temporary or finished); with `keepFinished`, only the file
+   * being written, and the finished ones stay (a resumable job has recorded them; the importer's
+   * cleanup removes them if the import ends for good). Safe to call more than once.
    */
   abort(keepFinished = false): void {
     if (this.writer !== null) {
