@@ -31,6 +31,9 @@
  *   lz4EncodeInto(src, srcStart, srcEnd, dst, dstStart, dstEnd) -> number  the table writer's
  *       LZ4 encoder (lz4Encode.c): the encoded length, or 0 when it does not fit
  *   adviseHugePages(view) -> boolean  madvise(MADV_HUGEPAGE) for a large fresh buffer
+ *   releasePages(view) -> boolean  madvise(MADV_DONTNEED): a large buffer's memory back now
+ *   sortEntries(...), gatherRun(...)  the import's sort buffer: sorting its entries by key and
+ *       gathering them into a run file's chunk (rowSort.c)
  *
  * Errors are thrown as JavaScript Errors with a `code` the caller maps to its own typed errors
  * (it knows the file name, block kind and offset): SHORT_READ (the file ends early; `missingBytes`
@@ -58,6 +61,7 @@
 
 #include "lz4Decode.h"
 #include "lz4Encode.h"
+#include "rowSort.h"
 #include "snappyDecode.h"
 #include "xxh3.h"
 
@@ -451,6 +455,30 @@ static napi_value lz4_encode_into_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* The memory of a typed array argument (any element type); on failure throws and returns 0. */
+static int typed_extent(napi_env env, napi_value value, const char* usage, uintptr_t* start, size_t* byteLength) {
+  bool isTyped = false;
+  if (napi_is_typedarray(env, value, &isTyped) != napi_ok || !isTyped) {
+    throw_invalid(env, usage);
+    return 0;
+  }
+  napi_typedarray_type type;
+  size_t elements, byteOffset;
+  void* bytes;
+  napi_value arrayBuffer;
+  napi_get_typedarray_info(env, value, &type, &elements, &bytes, &arrayBuffer, &byteOffset);
+  size_t elementBytes = 1;
+  switch (type) {
+    case napi_int16_array: case napi_uint16_array: elementBytes = 2; break;
+    case napi_int32_array: case napi_uint32_array: case napi_float32_array: elementBytes = 4; break;
+    case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: elementBytes = 8; break;
+    default: break;
+  }
+  *start = (uintptr_t)bytes;
+  *byteLength = elements * elementBytes;
+  return 1;
+}
+
 /*
  * adviseHugePages(view) -> boolean: madvise(MADV_HUGEPAGE) over the 2 MiB-aligned interior of
  * the view's memory, before it is first touched. Why: a fresh large buffer is faulted in one
@@ -463,32 +491,165 @@ static napi_value advise_huge_pages_js(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  bool isTyped = false;
-  if (argc != 1 || napi_is_typedarray(env, argv[0], &isTyped) != napi_ok || !isTyped) {
-    throw_invalid(env, "adviseHugePages(typedArray)");
-    return NULL;
-  }
-  napi_typedarray_type type;
-  size_t elements, byteOffset;
-  void *bytes;
-  napi_value arrayBuffer;
-  napi_get_typedarray_info(env, argv[0], &type, &elements, &bytes, &arrayBuffer, &byteOffset);
-  size_t elementBytes = 1;
-  switch (type) {
-    case napi_int16_array: case napi_uint16_array: elementBytes = 2; break;
-    case napi_int32_array: case napi_uint32_array: case napi_float32_array: elementBytes = 4; break;
-    case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: elementBytes = 8; break;
-    default: break;
-  }
+  uintptr_t bytes;
+  size_t byteLength;
+  if (argc != 1 || !typed_extent(env, argv[0], "adviseHugePages(typedArray)", &bytes, &byteLength)) return NULL;
   bool advised = false;
 #ifdef MADV_HUGEPAGE
   const uintptr_t hugeBytes = (uintptr_t)2 << 20;
-  uintptr_t start = ((uintptr_t)bytes + hugeBytes - 1) & ~(hugeBytes - 1);
-  uintptr_t end = ((uintptr_t)bytes + elements * elementBytes) & ~(hugeBytes - 1);
+  uintptr_t start = (bytes + hugeBytes - 1) & ~(hugeBytes - 1);
+  uintptr_t end = (bytes + byteLength) & ~(hugeBytes - 1);
   if (end > start) advised = madvise((void *)start, end - start, MADV_HUGEPAGE) == 0;
 #endif
   napi_value result;
   napi_get_boolean(env, advised, &result);
+  return result;
+}
+
+/* Gets a typed array argument of `type` (its data and element count); on failure throws and returns 0. */
+static int get_typed(napi_env env, napi_value value, napi_typedarray_type type, void** data, size_t* elements) {
+  bool isTyped = false;
+  napi_typedarray_type actual;
+  napi_value arrayBuffer;
+  size_t byteOffset;
+  if (napi_is_typedarray(env, value, &isTyped) != napi_ok || !isTyped ||
+      napi_get_typedarray_info(env, value, &actual, elements, data, &arrayBuffer, &byteOffset) != napi_ok || actual != type) {
+    throw_invalid(env, "a column of the wrong type");
+    return 0;
+  }
+  return 1;
+}
+
+/* Gets a column of at least `minimum` elements of `type`; on failure throws and returns 0. */
+static int get_column(napi_env env, napi_value value, napi_typedarray_type type, size_t minimum, void** data) {
+  size_t elements;
+  if (!get_typed(env, value, type, data, &elements)) return 0;
+  if (elements < minimum) {
+    throw_invalid(env, "a column shorter than the entry count");
+    return 0;
+  }
+  return 1;
+}
+
+static int get_u32_column(napi_env env, napi_value value, size_t minimum, uint32_t** data) {
+  return get_column(env, value, napi_uint32_array, minimum, (void**)data);
+}
+
+static int get_u8_column(napi_env env, napi_value value, size_t minimum, uint8_t** data) {
+  return get_column(env, value, napi_uint8_array, minimum, (void**)data);
+}
+
+/*
+ * sortEntries(arena, offset, keyLength, count, order, high, low, lengthClass, orderScratch,
+ * highScratch, lowScratch, classScratch) -> undefined: SortBuffer.sort() (rowSort.c). Every
+ * column holds at least `count` slots and every key lies inside the arena, or INVALID_ARGUMENT
+ * is thrown before anything is written.
+ */
+static napi_value sort_entries_js(napi_env env, napi_callback_info info) {
+  size_t argc = 12;
+  napi_value argv[12];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t count;
+  if (argc != 12 || napi_get_value_uint32(env, argv[3], &count) != napi_ok) {
+    throw_invalid(env, "sortEntries(arena, offset, keyLength, count, order, high, low, lengthClass, orderScratch, highScratch, lowScratch, classScratch)");
+    return NULL;
+  }
+  uint8_t* arena;
+  size_t arenaBytes;
+  RowSortColumns c;
+  uint32_t *offset, *keyLength;
+  c.count = count;
+  if (!get_bytes(env, argv[0], &arena, &arenaBytes) || !get_u32_column(env, argv[1], count, &offset) ||
+      !get_u32_column(env, argv[2], count, &keyLength) || !get_u32_column(env, argv[4], count, &c.order) ||
+      !get_u32_column(env, argv[5], count, &c.high) || !get_u32_column(env, argv[6], count, &c.low) ||
+      !get_u8_column(env, argv[7], count, &c.lengthClass) || !get_u32_column(env, argv[8], count, &c.orderScratch) ||
+      !get_u32_column(env, argv[9], count, &c.highScratch) || !get_u32_column(env, argv[10], count, &c.lowScratch) ||
+      !get_u8_column(env, argv[11], count, &c.classScratch))
+    return NULL;
+  for (uint32_t e = 0; e < count; e++) {
+    if ((size_t)offset[e] + keyLength[e] > arenaBytes) {
+      throw_invalid(env, "sortEntries: a key outside the arena");
+      return NULL;
+    }
+  }
+  c.arena = arena;
+  c.offset = offset;
+  c.keyLength = keyLength;
+  row_sort(&c);
+  return NULL;
+}
+
+/*
+ * gatherRun(arena, order, offset, keyLength, valueLength, source, line, to, out, outEnd,
+ * stopAtFill, state) -> undefined: row_gather (rowSort.c) from entry state[0] at out[state[1]..];
+ * leaves the next entry's index in state[0] and the fill in state[1]. An entry outside the
+ * columns or the arena is INVALID_ARGUMENT (what was gathered before it is in `state`).
+ */
+static napi_value gather_run_js(napi_env env, napi_callback_info info) {
+  size_t argc = 12;
+  napi_value argv[12];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t to, outEnd, stopAtFill;
+  if (argc != 12 || napi_get_value_uint32(env, argv[7], &to) != napi_ok ||
+      napi_get_value_uint32(env, argv[9], &outEnd) != napi_ok || napi_get_value_uint32(env, argv[10], &stopAtFill) != napi_ok) {
+    throw_invalid(env, "gatherRun(arena, order, offset, keyLength, valueLength, source, line, to, out, outEnd, stopAtFill, state)");
+    return NULL;
+  }
+  RowGatherColumns c;
+  uint8_t *arena, *out;
+  size_t outBytes, slots;
+  uint32_t *order, *offset, *keyLength, *valueLength, *source, *state;
+  double* line;
+  if (!get_bytes(env, argv[0], &arena, &c.arenaBytes) || !get_u32_column(env, argv[1], to, &order) ||
+      !get_typed(env, argv[6], napi_float64_array, (void**)&line, &slots) || !get_bytes(env, argv[8], &out, &outBytes) ||
+      !get_u32_column(env, argv[11], 2, &state))
+    return NULL;
+  napi_value sized[] = {argv[2], argv[3], argv[4], argv[5]};
+  uint32_t** columns[] = {&offset, &keyLength, &valueLength, &source};
+  for (int i = 0; i < 4; i++) {
+    size_t elements;
+    if (!get_typed(env, sized[i], napi_uint32_array, (void**)columns[i], &elements)) return NULL;
+    if (elements < slots) slots = elements;
+  }
+  if (outEnd > outBytes || state[1] > outEnd || state[0] > to || slots > UINT32_MAX) {
+    throw_invalid(env, "gatherRun: outEnd, the fill or the first entry out of range");
+    return NULL;
+  }
+  c.arena = arena;
+  c.order = order;
+  c.offset = offset;
+  c.keyLength = keyLength;
+  c.valueLength = valueLength;
+  c.source = source;
+  c.line = line;
+  c.columnSlots = (uint32_t)slots;
+  size_t fill = state[1];
+  int bad = 0;
+  state[0] = row_gather(&c, state[0], to, out, &fill, outEnd, stopAtFill, &bad);
+  state[1] = (uint32_t)fill;
+  if (bad) throw_invalid(env, "gatherRun: an entry outside the columns or the arena");
+  return NULL;
+}
+
+/*
+ * releasePages(view) -> boolean: madvise(MADV_DONTNEED) over the whole pages inside the view's
+ * memory, which the caller will not read again: their memory goes back to the kernel now
+ * instead of whenever the garbage collector frees the buffer (a parse worker's sort buffer,
+ * before the worker goes on to merge). The view stays valid; the released pages read as zeros.
+ */
+static napi_value release_pages_js(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uintptr_t bytes;
+  size_t byteLength;
+  if (argc != 1 || !typed_extent(env, argv[0], "releasePages(typedArray)", &bytes, &byteLength)) return NULL;
+  const uintptr_t pageBytes = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t start = (bytes + pageBytes - 1) & ~(pageBytes - 1);
+  uintptr_t end = (bytes + byteLength) & ~(pageBytes - 1);
+  bool released = end > start && madvise((void*)start, end - start, MADV_DONTNEED) == 0;
+  napi_value result;
+  napi_get_boolean(env, released, &result);
   return result;
 }
 
@@ -500,6 +661,9 @@ NAPI_MODULE_INIT() {
       {"snappyDecodeInto", NULL, snappy_decode_into_js, NULL, NULL, NULL, napi_default, NULL},
       {"lz4EncodeInto", NULL, lz4_encode_into_js, NULL, NULL, NULL, napi_default, NULL},
       {"adviseHugePages", NULL, advise_huge_pages_js, NULL, NULL, NULL, napi_default, NULL},
+      {"sortEntries", NULL, sort_entries_js, NULL, NULL, NULL, napi_default, NULL},
+      {"gatherRun", NULL, gather_run_js, NULL, NULL, NULL, napi_default, NULL},
+      {"releasePages", NULL, release_pages_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

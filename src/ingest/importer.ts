@@ -48,7 +48,8 @@ import {
   tempPrefix,
 } from './sort/sstSetWriter';
 import { KeyRangePlan, MergeWorkerPool, RangeReporting, mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
-import { parseInWorkers } from './parse/parallelParse';
+import { MergeHandOver, parseInWorkers } from './parse/parallelParse';
+import { nativeBlockCodec } from '../sstable/nativeBlockCodec';
 import { InputNamer, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
 import { ImportJob, finishedJobFiles } from './resume/importJob';
@@ -238,6 +239,8 @@ export class CsvImport {
   private runCounter = 0;
   /** Merge workers started ahead (startMergeWorkersAhead); closed by cleanupSync. */
   private mergePool: MergeWorkerPool | null = null;
+  /** The parse workers to hand over to mergePool once the parse is done; undefined: none. */
+  private mergeHandOver: MergeHandOver | undefined = undefined;
   /** Prefix of the run files this attempt names on the main thread (attempts of a job must not reuse names). */
   private runPrefix = 'run-';
   /** The resumable job, when there is one; `ownJob`: opened here (output-dir imports), so finished or kept here. */
@@ -473,7 +476,7 @@ export class CsvImport {
     const resume = job !== null ? parseResumeOf(job, (e) => !isDefinitiveFailure(e)) : undefined;
     try {
       const inWorkers = parallel
-        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes, resume)
+        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes, resume, this.mergeHandOver)
         : null;
       // null: the workers had no record to bind the columns from, though there is data (only bad
       // rows where the probe looked); the in-process parse reports each bad row as it should.
@@ -556,10 +559,14 @@ export class CsvImport {
   }
 
   /**
-   * Starts the merge workers the default would use (mergeThreadsFor) ahead, so their start-up
-   * overlaps the parse's (MergeWorkerPool): when the input is large enough that its runs will
-   * reach PARALLEL_MERGE_MIN_RUN_BYTES (runs hold about the input's bytes) and no earlier attempt
-   * fixed the merge's shape. A guess: workers the merge does not take are terminated.
+   * Readies the merge workers the default would use (mergeThreadsFor) before the merge, when the
+   * input is large enough that its runs will reach PARALLEL_MERGE_MIN_RUN_BYTES (runs hold about
+   * the input's bytes) and no earlier attempt fixed the merge's shape. With the native codec the
+   * parse workers are handed over once the parse is done (BecomeMergeWorker): at 1M rows that
+   * spared two isolates' start-up and their page faults, which had competed with the parse.
+   * Without it (no way to release a sort buffer's memory at once) standby workers are started
+   * now, so their start-up overlaps the parse (MergeWorkerPool). A guess either way: workers the
+   * merge does not take are terminated.
    */
   private startMergeWorkersAhead(s: ImportSetup): void {
     const o = this.opts;
@@ -568,7 +575,14 @@ export class CsvImport {
     if (job !== null && job.state.phase !== 'parse' && job.state.phase !== 'merge') return;
     const threads = o.mergeThreads ?? defaultMergeThreads(s.totalInput);
     if (threads < 2) return;
-    this.mergePool = new MergeWorkerPool(threads, o.workerNiceness ?? 0);
+    if (nativeBlockCodec === null) {
+      this.mergePool = new MergeWorkerPool(threads, o.workerNiceness ?? 0);
+      return;
+    }
+    // The parse workers are handed over instead (BecomeMergeWorker); the merge starts fresh
+    // workers for what they do not cover (fewer parse threads, an in-process parse).
+    this.mergePool = new MergeWorkerPool(0, o.workerNiceness ?? 0);
+    this.mergeHandOver = { pool: this.mergePool, count: threads };
   }
 
   /**

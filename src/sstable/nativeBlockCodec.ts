@@ -78,6 +78,49 @@ export interface NativeBlockCodec {
   lz4EncodeInto(src: Uint8Array, srcStart: number, srcEnd: number, dst: Uint8Array, dstStart: number, dstEnd: number): number;
   /** madvise(MADV_HUGEPAGE) over the view's 2 MiB-aligned interior; false when not possible. */
   adviseHugePages(view: ArrayBufferView): boolean;
+  /**
+   * madvise(MADV_DONTNEED) over the whole pages inside the view: their memory goes back to the
+   * kernel now (the view stays valid and reads zeros there). For a buffer about to be dropped.
+   */
+  releasePages(view: ArrayBufferView): boolean;
+  /**
+   * SortBuffer.sort() natively (native/rowSort.c): sets order[0, count) to the entries in key
+   * order, equal keys in entry order, using the scratch columns given and nothing else.
+   */
+  sortEntries(
+    arena: Uint8Array,
+    offset: Uint32Array,
+    keyLength: Uint32Array,
+    count: number,
+    order: Uint32Array,
+    high: Uint32Array,
+    low: Uint32Array,
+    lengthClass: Uint8Array,
+    orderScratch: Uint32Array,
+    highScratch: Uint32Array,
+    lowScratch: Uint32Array,
+    classScratch: Uint8Array,
+  ): void;
+  /**
+   * Writes run-file entries order[state[0]], ... at out[state[1]..] (src/ingest/sort/runFile.ts),
+   * stopping before `to`, before an entry that would not end by outEnd (with the longest header)
+   * and before one that would start at or past stopAtFill; leaves the next index in state[0] and
+   * the fill in state[1].
+   */
+  gatherRun(
+    arena: Uint8Array,
+    order: Uint32Array,
+    offset: Uint32Array,
+    keyLength: Uint32Array,
+    valueLength: Uint32Array,
+    source: Uint32Array,
+    line: Float64Array,
+    to: number,
+    out: Uint8Array,
+    outEnd: number,
+    stopAtFill: number,
+    state: Uint32Array,
+  ): void;
 }
 
 const MODULE_RELATIVE_PATH = path.join('build', 'Release', 'blockcodec.node');
@@ -103,7 +146,10 @@ function isNativeBlockCodec(m: unknown): m is NativeBlockCodec {
     typeof r.lz4DecodeInto === 'function' &&
     typeof r.snappyDecodeInto === 'function' &&
     typeof r.lz4EncodeInto === 'function' &&
-    typeof r.adviseHugePages === 'function'
+    typeof r.adviseHugePages === 'function' &&
+    typeof r.releasePages === 'function' &&
+    typeof r.sortEntries === 'function' &&
+    typeof r.gatherRun === 'function'
   );
 }
 

@@ -31,12 +31,16 @@ export interface StoredBlock {
   checksum: number;
 }
 
-/** The stored form of `contents`; only data and index blocks are `compressible`. */
-export function storeBlock(contents: Buffer, compressible: boolean, settings: BlockStorageSettings): StoredBlock {
+/**
+ * The stored form of `contents`; only data and index blocks are `compressible`. With `scratch`
+ * the compressed bytes may be a view of it, valid until the scratch is used again (for a caller
+ * that copies them out at once).
+ */
+export function storeBlock(contents: Buffer, compressible: boolean, settings: BlockStorageSettings, scratch?: Buffer): StoredBlock {
   let bytes = contents;
   let type = CompressionType.None;
   if (compressible && settings.compression !== CompressionType.None) {
-    const compressed = compressForBlock(settings.compression, contents, settings.formatVersion);
+    const compressed = compressForBlock(settings.compression, contents, settings.formatVersion, scratch);
     if (compressed !== null) {
       bytes = compressed;
       type = settings.compression;

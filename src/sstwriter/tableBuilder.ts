@@ -88,6 +88,8 @@ export const DB_SESSION_ID_CHARS = 20;
 const SESSION_ID_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 /** kTypeDeletionWithTimestamp: counts as a deletion in rocksdb.deleted.keys. */
 const VALUE_TYPE_DELETION_WITH_TIMESTAMP = 0x14;
+/** Largest block writeBlock compresses into its reusable scratch buffer (data blocks are about 4 KiB). */
+const COMPRESS_SCRATCH_MAX_BYTES = 1 << 20;
 
 export interface TableBuilderOptions {
   /** Footer format_version, 2..5 (RocksDB 7.8 default 5). */
@@ -239,6 +241,8 @@ export class TableBuilder {
   /** Smallest block size that may be cut early (RocksDB's block_size_deviation_limit). */
   private readonly deviationLimitBytes: number;
   private readonly trailer = Buffer.alloc(BLOCK_TRAILER_BYTES);
+  /** Where writeBlock compresses a block (see storeBlock's scratch); grows to the largest block up to its bound. */
+  private compressScratch: Buffer = Buffer.alloc(0);
   /** Stores data blocks on a worker thread; null when blocks are stored inline. */
   private pipeline: BlockCompressionPipeline<PreparedIndexKey> | null = null;
 
@@ -484,7 +488,11 @@ export class TableBuilder {
 
   /** Appends `contents` (maybe compressed) and its trailer; returns the block's handle. */
   private writeBlock(contents: Buffer, compressible: boolean): BlockHandle {
-    const stored = storeBlock(contents, compressible, this.options);
+    // The sink copies the stored bytes at once, so the compressor may reuse one scratch buffer
+    // (up to COMPRESS_SCRATCH_MAX_BYTES; a larger block, a big index, gets a Buffer of its own).
+    const fits = contents.length <= COMPRESS_SCRATCH_MAX_BYTES;
+    if (compressible && fits && this.compressScratch.length < contents.length) this.compressScratch = Buffer.allocUnsafe(contents.length);
+    const stored = storeBlock(contents, compressible, this.options, fits ? this.compressScratch : undefined);
     const handle = { offset: this.offset, size: stored.bytes.length };
     this.sink.append(stored.bytes);
     writeBlockTrailer(this.trailer, 0, stored.type, stored.checksum);

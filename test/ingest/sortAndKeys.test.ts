@@ -2,11 +2,26 @@
  * The sort buffer's radix sort against a reference comparison sort (bytewise, stable), on keys
  * built to hit every path: long common prefixes (recursion on 8-byte chunks), keys ending inside
  * a chunk and zero bytes (length classes), duplicates (stability), ranges of every size class.
- * And the key codec: order preservation and round trips for int64, uint64 and tuples.
+ * Each through the JavaScript path and the native one (native/rowSort.c), which also write the
+ * same run files. And the key codec: order preservation and round trips for int64, uint64 and tuples.
  */
 import { SortBuffer } from '../../src/ingest/sort/sortBuffer';
 import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
 import { mulberry32 } from '../../src/util/random';
+import { nativeBlockCodec } from '../../src/sstable/nativeBlockCodec';
+import { spillSortBuffer } from '../../src/ingest/sort/runFile';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+
+/** The JavaScript sort and gather, and the native ones where the codec is built (CI requires it: test/sstable/nativeBlockCodec.test.ts). */
+const PATHS: [string, boolean][] =
+  nativeBlockCodec !== null
+    ? [
+        ['javascript', false],
+        ['native', true],
+      ]
+    : [['javascript', false]];
 
 const rng = mulberry32;
 
@@ -18,7 +33,7 @@ function randomKey(r: () => number): Buffer {
   return Buffer.concat([prefix, tail]);
 }
 
-describe('SortBuffer', () => {
+describe.each(PATHS)('SortBuffer (%s)', (_path, useNative) => {
   it.each([10, 30, 500, 3000, 20000])('sorts %i keys like a stable bytewise sort', (n) => {
     const r = rng(n);
     const buffer = new SortBuffer(8 << 20);
@@ -33,7 +48,7 @@ describe('SortBuffer', () => {
       buffer.commit(key.length, value.length, 0, i);
       keys.push(key);
     }
-    buffer.sort();
+    buffer.sort(useNative);
     const got = Array.from(buffer.order.subarray(0, n));
     const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
     expect(got).toEqual(expected);
@@ -52,6 +67,16 @@ describe('SortBuffer', () => {
       },
     ],
     [
+      // One key going on past the first chunk: no group to recurse into, so the radix passes
+      // need not carry the chunk columns, and must not read them afterwards.
+      'short keys and a single longer one',
+      (() => {
+        let made = 0;
+        return (r: () => number) =>
+          Buffer.from(Array.from({ length: made++ === 100 ? 12 : 1 + Math.floor(r() * 8) }, () => Math.floor(r() * 256)));
+      })(),
+    ],
+    [
       'short keys ending in zero bytes',
       (r: () => number) => Buffer.from(Array.from({ length: Math.floor(r() * 9) }, () => (r() < 0.4 ? 0 : Math.floor(r() * 4)))),
     ],
@@ -67,7 +92,29 @@ describe('SortBuffer', () => {
       buffer.commit(key.length, 0, 0, i);
       keys.push(key);
     }
-    buffer.sort();
+    buffer.sort(useNative);
+    const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
+    expect(Array.from(buffer.order.subarray(0, n))).toEqual(expected);
+  });
+
+  // A 300-byte common prefix: the radix recursion goes 8 bytes a level, and the native sort
+  // switches to its merge sort past 256 bytes; long duplicates check stability there.
+  it('sorts keys with a long common prefix and long duplicates like a stable bytewise sort', () => {
+    const r = rng(29);
+    const n = 6000;
+    const buffer = new SortBuffer(16 << 20);
+    const prefix = Buffer.alloc(300, 0x41);
+    const keys: Buffer[] = [];
+    for (let i = 0; i < n; i++) {
+      const tail = Buffer.from(Array.from({ length: Math.floor(r() * 6) }, () => Math.floor(r() * 3)));
+      const key =
+        i > 0 && r() < 0.3 ? keys[Math.floor(r() * keys.length)] : Buffer.concat([prefix.subarray(0, 250 + Math.floor(r() * 51)), tail]);
+      expect(buffer.reserve(key.length)).toBe(true);
+      key.copy(buffer.arena, buffer.used);
+      buffer.commit(key.length, 0, 0, i);
+      keys.push(key);
+    }
+    buffer.sort(useNative);
     const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
     expect(Array.from(buffer.order.subarray(0, n))).toEqual(expected);
   });
@@ -80,6 +127,114 @@ describe('SortBuffer', () => {
     expect(buffer.heldBytes() + 150).toBeGreaterThan(1 << 20);
     buffer.clear();
     expect(buffer.reserve(100)).toBe(true);
+  });
+});
+
+/** Fills a buffer with `n` rows: random keys, values of 0-300 bytes, a few larger than `bigValueBytes`. */
+function fillRows(buffer: SortBuffer, n: number, bigValueBytes: number): void {
+  const r = rng(n);
+  for (let i = 0; i < n; i++) {
+    const key = randomKey(r);
+    const valueBytes = i % 500 === 7 ? bigValueBytes + Math.floor(r() * 100) : Math.floor(r() * 300);
+    if (!buffer.reserve(key.length + valueBytes)) throw new Error(`row ${i} does not fit`);
+    key.copy(buffer.arena, buffer.used);
+    buffer.arena.fill(i & 0xff, buffer.used + key.length, buffer.used + key.length + valueBytes);
+    // Sources and lines past one varint byte and past 32 bits.
+    buffer.commit(key.length, valueBytes, i % 300, i * 2 ** 21 + 5);
+  }
+}
+
+describe('spilled runs', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sortbuffer-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  // A 4 KiB spill chunk: rows larger than it take a chunk of their own, and 64 KiB sample
+  // points fall inside and at the ends of gathered stretches.
+  it.each(PATHS)('the %s gather writes the same run file and samples as the per-row path', (name, useNative) => {
+    const make = (): SortBuffer => {
+      const buffer = new SortBuffer(32 << 20, 1 << 16, 4096);
+      fillRows(buffer, 20000, 5000);
+      return buffer;
+    };
+    const reference = spillSortBuffer(make(), path.join(dir, `reference-${name}.run`), false);
+    const info = spillSortBuffer(make(), path.join(dir, `${name}.run`), useNative);
+    expect(info.entries).toBe(20000);
+    expect(info.samples).toEqual(reference.samples);
+    expect(info.samples.length).toBeGreaterThan(20);
+    expect(info.bytes).toBe(reference.bytes);
+    expect(fs.readFileSync(info.path).equals(fs.readFileSync(reference.path))).toBe(true);
+  });
+});
+
+const describeIfNative = nativeBlockCodec === null ? describe.skip : describe;
+describeIfNative('native sort and gather arguments', () => {
+  const codec = nativeBlockCodec!;
+  it('refuse columns shorter than the count and keys outside the arena, writing nothing', () => {
+    const buffer = new SortBuffer(1 << 20);
+    fillRows(buffer, 100, 10);
+    const short = new Uint32Array(10);
+    const b = buffer as unknown as Record<string, Uint32Array & Uint8Array>;
+    const cols = (order: Uint32Array): Parameters<typeof codec.sortEntries> => [
+      buffer.arena,
+      buffer.offset,
+      buffer.keyLength,
+      buffer.count,
+      order,
+      b.chunkHigh,
+      b.chunkLow,
+      b.lengthClass,
+      b.orderScratch,
+      b.highScratch,
+      b.lowScratch,
+      b.classScratch,
+    ];
+    expect(() => codec.sortEntries(...cols(short))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    buffer.offset[3] = buffer.arena.length - 1;
+    const order = new Uint32Array(buffer.count).fill(7);
+    expect(() => codec.sortEntries(...cols(order))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(Array.from(order.subarray(0, 5))).toEqual([7, 7, 7, 7, 7]);
+
+    // Gathering: entry order[2] = 3 lies outside the arena; entries 0 and 1 are written first.
+    const gatherOrder = Uint32Array.from([0, 1, 3, 4]);
+    const out = Buffer.alloc(4096);
+    const state = new Uint32Array(2);
+    expect(() =>
+      codec.gatherRun(
+        buffer.arena,
+        gatherOrder,
+        buffer.offset,
+        buffer.keyLength,
+        buffer.valueLength,
+        buffer.source,
+        buffer.line,
+        4,
+        out,
+        4096,
+        4096,
+        state,
+      ),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(state[0]).toBe(2);
+    expect(state[1]).toBeGreaterThan(0);
+    gatherOrder[0] = 0xfffffff0;
+    state.fill(0);
+    expect(() =>
+      codec.gatherRun(
+        buffer.arena,
+        gatherOrder,
+        buffer.offset,
+        buffer.keyLength,
+        buffer.valueLength,
+        buffer.source,
+        buffer.line,
+        4,
+        out,
+        4096,
+        4096,
+        state,
+      ),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(Array.from(state)).toEqual([0, 0]);
   });
 });
 

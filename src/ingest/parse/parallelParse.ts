@@ -32,6 +32,7 @@ import {
   ParseWorkerData,
   SourceInfo,
   WorkerReply,
+  BecomeMergeWorker,
   tooManyBadRowsError,
   InputNamer,
 } from './parseTypes';
@@ -40,6 +41,7 @@ import { Progress } from '../progress';
 import { BadRow, BoundLayout, bindLayout } from '../rows/rowSink';
 import { SORT_BYTES_PER_ENTRY } from '../sort/sortBuffer';
 import { startModuleWorker } from '../../util/workerBootstrap';
+import { MergeWorkerPool } from '../sort/parallelMerge';
 
 const LF = 0x0a;
 const PROBE_INITIAL_BYTES = 1 << 20;
@@ -213,6 +215,21 @@ class WorkerPool {
     });
   }
 
+  /**
+   * Hands up to `count` idle workers over to the merge (BecomeMergeWorker) instead of
+   * terminating them: each releases its sort buffer and waits in `target` for a merge task.
+   */
+  handOver(target: MergeWorkerPool, count: number): void {
+    for (let i = 0; i < count && this.idle.length > 0; i++) {
+      const w = this.idle.pop() as Worker;
+      this.all.splice(this.all.indexOf(w), 1);
+      w.removeAllListeners('message');
+      w.removeAllListeners('error');
+      w.postMessage({ becomeMergeWorker: true } satisfies BecomeMergeWorker);
+      target.adopt(w);
+    }
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.all.map((w) => w.terminate()));
   }
@@ -237,6 +254,12 @@ export interface ParseResume {
   keepsRunsAfter(err: unknown): boolean;
 }
 
+/** After a parse that succeeds, up to `count` of its workers go to `pool` as merge workers (BecomeMergeWorker). */
+export interface MergeHandOver {
+  pool: MergeWorkerPool;
+  count: number;
+}
+
 export async function parseInWorkers(
   inputs: string[],
   settings: ParseSettings,
@@ -246,6 +269,7 @@ export async function parseInWorkers(
   nameOf: InputNamer,
   taskBytesOverride?: number,
   resume?: ParseResume,
+  handOver?: MergeHandOver,
 ): Promise<ParseOutcome | null> {
   // Probe every file; bind the layout from the first header or first record.
   const sizes = inputs.map((f) => fs.statSync(f).size);
@@ -394,6 +418,7 @@ export async function parseInWorkers(
     }
     const runs = tasks.flatMap((t) => (results[t.taskId] as ParseTaskResult).runs);
     await resume?.settle();
+    if (handOver !== undefined) pool.handOver(handOver.pool, handOver.count);
     return { runs, sources, rowsRead, badRowCount, badRows, bound, inputBytes: totalBytes, ranges: tasks.length, rangesRetried };
   } catch (e) {
     if (resume === undefined || !resume.keepsRunsAfter(e)) for (const p of allRuns()) fs.rmSync(p, { force: true });

@@ -6,13 +6,16 @@
  * every task), so the main thread can throw away the output of a task that started at a wrong
  * record boundary and run it again. A task that reaches maxBadRows + 1 bad rows stops, deletes
  * its runs and reports them. The sort buffer (sortBufferBytes) is reused across tasks.
+ *
+ * After its last task the worker may be handed over to the merge (BecomeMergeWorker): it
+ * releases its sort buffer and waits, as a standby merge worker, for one merge task.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { parentPort, workerData } from 'worker_threads';
 import { IngestError } from '../../util/errors';
 import { readCsvRange } from '../csv/csvReader';
-import { ParseTask, ParseTaskResult, ParseWorkerData, WorkerReply } from './parseTypes';
+import { BecomeMergeWorker, ParseTask, ParseTaskResult, ParseWorkerData, WorkerReply } from './parseTypes';
 import { RowSink } from '../rows/rowSink';
 import { RunInfo, spillSortBuffer } from '../sort/runFile';
 import { SortBuffer } from '../sort/sortBuffer';
@@ -103,7 +106,18 @@ if (parentPort !== null && workerData !== null && typeof workerData === 'object'
   const data = workerData as ParseWorkerData;
   const buffer = new SortBuffer(data.sortBufferBytes);
   const progress = new Float64Array(data.progress);
-  port.on('message', (task: ParseTask) => {
+  const onTask = (message: ParseTask | BecomeMergeWorker): void => {
+    if ('becomeMergeWorker' in message) {
+      // Handed over to the merge (see BecomeMergeWorker): the sort buffer's memory goes back
+      // now, not when the collector gets to it, so the merge's memory comes on top of nothing.
+      port.off('message', onTask);
+      buffer.releaseMemory();
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const merge = require('../sort/mergeWorker') as typeof import('../sort/mergeWorker');
+      merge.serveNextMergeTask(port);
+      return;
+    }
+    const task = message;
     let reply: WorkerReply;
     try {
       reply = { type: 'done', result: runParseTask(data, buffer, task, progress) };
@@ -112,5 +126,6 @@ if (parentPort !== null && workerData !== null && typeof workerData === 'object'
       reply = { type: 'error', message: err.message, code: e instanceof IngestError ? e.code : null, stack: err.stack ?? '' };
     }
     port.postMessage(reply);
-  });
+  };
+  port.on('message', onTask);
 }

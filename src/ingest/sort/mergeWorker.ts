@@ -3,7 +3,8 @@
  * replies once with its MergeResult and files, then is terminated. With `report` it also posts
  * each SST as it finishes it, fsynced, with the counts up to its last key (a resumable job's
  * checkpoint), before the final reply. The task comes as workerData, or, for a standby worker
- * started ahead by MergeWorkerPool, as the first message. On failure it removes the
+ * started ahead by MergeWorkerPool or a parse worker handed over to it (serveNextMergeTask), as
+ * the next message. On failure it removes the
  * files it wrote before replying.
  */
 import { MessagePort, parentPort, workerData } from 'worker_threads';
@@ -53,9 +54,14 @@ function runMergeTask(t: MergeTask): MergeReply {
   }
 }
 
+/** A standby merge worker's wait: its task comes as the next message on `port`. */
+export function serveNextMergeTask(port: MessagePort): void {
+  port.once('message', (task: MergeTask) => port.postMessage(runMergeTask(task)));
+}
+
 if (parentPort !== null && workerData !== null && typeof workerData === 'object') {
   const port = parentPort;
   if ('startOffsets' in workerData) port.postMessage(runMergeTask(workerData as MergeTask));
   // A standby worker (MergeWorkerPool): loaded ahead, its task comes as its first message.
-  else if ('standby' in workerData) port.once('message', (task: MergeTask) => port.postMessage(runMergeTask(task)));
+  else if ('standby' in workerData) serveNextMergeTask(port);
 }

@@ -120,17 +120,24 @@ export class MergeWorkerPool {
 
   constructor(count: number, niceness = 0) {
     assert(Number.isInteger(count) && count >= 0 && count <= MAX_POOLED_MERGE_WORKERS, `merge worker pool of ${count}`);
-    for (let i = 0; i < count; i++) {
-      const w = startModuleWorker(__filename, 'mergeWorker', { standby: true }, { niceness });
-      const dead = (): void => {
-        const at = this.idle.indexOf(w);
-        if (at >= 0) this.idle.splice(at, 1);
-      };
-      w.once('error', dead);
-      w.once('exit', dead);
-      w.unref();
-      this.idle.push(w);
-    }
+    for (let i = 0; i < count; i++) this.adopt(startModuleWorker(__filename, 'mergeWorker', { standby: true }, { niceness }));
+  }
+
+  /**
+   * Takes a worker already waiting for a merge task as its next message: a standby merge worker,
+   * or a parse worker handed over (src/ingest/parse/parallelParse.ts). The caller has removed its
+   * own listeners.
+   */
+  adopt(w: Worker): void {
+    assert(this.idle.length < MAX_POOLED_MERGE_WORKERS, `merge worker pool above ${MAX_POOLED_MERGE_WORKERS}`);
+    const dead = (): void => {
+      const at = this.idle.indexOf(w);
+      if (at >= 0) this.idle.splice(at, 1);
+    };
+    w.once('error', dead);
+    w.once('exit', dead);
+    w.unref();
+    this.idle.push(w);
   }
 
   /** A standby worker, referenced again (the caller owns it), or null when none is left. */
