@@ -44,11 +44,11 @@ import * as os from 'os';
 import * as path from 'path';
 import { spawnSync } from 'child_process';
 import { FIRST_TRADE_ID, writeTrades } from './gen-trades';
-import { ImportOptions, ImportSummary, runImport } from '../src/ingest/importer';
+import { ImportSummary } from '../src/ingest/importer';
+import { ChildUsage, parseSize } from './import-child';
 import { parseIntInto } from '../src/ingest/rows/keySpec';
 import { OnConflict } from '../src/conflict/policy';
 import { formatIntoDb, runIntoDb } from './import-into-db';
-import { importIntoDb } from '../src/ingest/importIntoDb';
 
 interface Args {
   /** Rows of the CSV imported; null = the mode's default (10M; 1M with --into-db). */
@@ -170,14 +170,6 @@ function repoRoot(): string {
   }
 }
 
-function parseSize(s: string): number {
-  const m = /^([0-9.]+)\s*(k|m|g|kib|mib|gib)?$/i.exec(s.trim());
-  if (m === null) throw new Error(`bad size ${s}`);
-  const unit = (m[2] ?? '').toLowerCase();
-  const mul = unit.startsWith('k') ? 1 << 10 : unit.startsWith('m') ? 1 << 20 : unit.startsWith('g') ? 1 << 30 : 1;
-  return Math.floor(Number(m[1]) * mul);
-}
-
 /** The trades CSV of `rows` rows (seed 42 from FIRST_TRADE_ID: the default one; else named by seed and first id). */
 function ensureCsv(dataDir: string, rows: number, seed = 42, firstTradeId = FIRST_TRADE_ID): string {
   const variant = seed === 42 && firstTradeId === FIRST_TRADE_ID ? '' : `-seed${seed}-from${firstTradeId}`;
@@ -193,48 +185,8 @@ function ensureCsv(dataDir: string, rows: number, seed = 42, firstTradeId = FIRS
   return file;
 }
 
-/** Child mode: run one import and print its summary (so the parent sees this process's peak RSS). */
-async function child(argv: string[]): Promise<void> {
-  const [input, outputDir, tmpDir, memoryLimit, threads, mergeThreads, compression, resume, target] = argv;
-  const importOptions: Omit<ImportOptions, 'outputDir'> = {
-    resume: resume === 'resume',
-    inputs: [input],
-    tmpDir,
-    dialect: { delimiter: '|' },
-    header: true,
-    key: 't_id:int64',
-    valueFormat: 'raw',
-    memoryLimitBytes: parseSize(memoryLimit),
-    parseThreads: threads === '' ? undefined : Number(threads),
-    mergeThreads: mergeThreads === '' ? undefined : Number(mergeThreads),
-    sstOptions: { compression: compression === 'none' ? 0 : 4 },
-  };
-  let summary: ImportSummary & { dbSeconds?: number };
-  if (target === 'db') {
-    // Into a new database, as the peer's IngestExternalFile: engine open, the (empty) conflict
-    // check, the ingestion and the close are timed together as dbSeconds.
-    const t0 = performance.now();
-    const r = await importIntoDb({ dbDir: outputDir, import: importOptions, onConflict: 'abort' });
-    summary = { ...r.import, dbSeconds: +((performance.now() - t0) / 1000 - r.import.phases.totalSeconds).toFixed(3) };
-  } else {
-    summary = await runImport({ ...importOptions, outputDir, writeSummaryFile: false });
-  }
-  // The parent needs the file count, not every file's listing.
-  const files = summary.outputFiles.length;
-  summary.outputFiles = summary.outputFiles.slice(0, 3);
-  const u = process.resourceUsage();
-  const usage: ChildUsage = { cpuSeconds: (u.userCPUTime + u.systemCPUTime) / 1e6, maxRssKiB: u.maxRSS };
-  process.stdout.write(`${JSON.stringify({ ...summary, outputFileCount: files, usage })}\n`);
-}
-
 /** Our import's phases in one run (its summary's), and with --target db the database steps after them. */
 type OursPhases = ImportSummary['phases'] & { dbSeconds: number | null };
-
-/** The child's own accounting at its end: every thread's CPU (workers included) and its peak RSS. */
-interface ChildUsage {
-  cpuSeconds: number;
-  maxRssKiB: number;
-}
 
 interface PeerResult {
   rows: number;
@@ -387,10 +339,6 @@ function loadAverage(): string {
 }
 
 async function main(): Promise<void> {
-  if (process.argv[2] === '--child') {
-    await child(process.argv.slice(3));
-    return;
-  }
   const a = parseArgs(process.argv.slice(2));
   if (a.intoDb) {
     await intoDb(a);
@@ -611,8 +559,7 @@ function spawnOurs(
   const c = spawnSync(
     process.execPath,
     [
-      __filename,
-      '--child',
+      path.join(__dirname, 'import-child.js'),
       csv,
       out,
       work,
