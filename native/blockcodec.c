@@ -32,6 +32,7 @@
  *       LZ4 encoder (lz4Encode.c): the encoded length, or 0 when it does not fit
  *   adviseHugePages(view) -> boolean  madvise(MADV_HUGEPAGE) for a large fresh buffer
  *   releasePages(view) -> boolean  madvise(MADV_DONTNEED): a large buffer's memory back now
+ *   startWriteback(fd, offset, length) -> boolean  start a file range's writeback (writeback.c)
  *   sortEntries(...), gatherRun(...)  the import's sort buffer: sorting its entries by key and
  *       gathering them into a run file's chunk (rowSort.c)
  *
@@ -62,6 +63,7 @@
 #include "lz4Decode.h"
 #include "lz4Encode.h"
 #include "rowSort.h"
+#include "writeback.h"
 #include "snappyDecode.h"
 #include "xxh3.h"
 
@@ -653,6 +655,26 @@ static napi_value release_pages_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * startWriteback(fd, offset, length) -> boolean: sync_file_range(SYNC_FILE_RANGE_WRITE) over
+ * the range (writeback.c); false where the kernel refused or the platform has none. A hint only.
+ */
+static napi_value start_writeback_js(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd;
+  int64_t offset, length;
+  if (argc != 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int64(env, argv[1], &offset) != napi_ok ||
+      napi_get_value_int64(env, argv[2], &length) != napi_ok || fd < 0 || offset < 0 || length < 0) {
+    throw_invalid(env, "startWriteback(fd, offset, length)");
+    return NULL;
+  }
+  napi_value result;
+  napi_get_boolean(env, start_writeback(fd, offset, length) != 0, &result);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"readBlock", NULL, read_block, NULL, NULL, NULL, napi_default, NULL},
@@ -664,6 +686,7 @@ NAPI_MODULE_INIT() {
       {"sortEntries", NULL, sort_entries_js, NULL, NULL, NULL, napi_default, NULL},
       {"gatherRun", NULL, gather_run_js, NULL, NULL, NULL, napi_default, NULL},
       {"releasePages", NULL, release_pages_js, NULL, NULL, NULL, napi_default, NULL},
+      {"startWriteback", NULL, start_writeback_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

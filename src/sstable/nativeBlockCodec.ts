@@ -84,6 +84,12 @@ export interface NativeBlockCodec {
    */
   releasePages(view: ArrayBufferView): boolean;
   /**
+   * Starts the writeback of fd's bytes [offset, offset + length) without waiting for it (Linux
+   * sync_file_range(SYNC_FILE_RANGE_WRITE)); false where refused or unavailable. A hint: only
+   * fsync makes data durable.
+   */
+  startWriteback(fd: number, offset: number, length: number): boolean;
+  /**
    * SortBuffer.sort() natively (native/rowSort.c): sets order[0, count) to the entries in key
    * order, equal keys in entry order, using the scratch columns given and nothing else.
    */
@@ -148,6 +154,7 @@ function isNativeBlockCodec(m: unknown): m is NativeBlockCodec {
     typeof r.lz4EncodeInto === 'function' &&
     typeof r.adviseHugePages === 'function' &&
     typeof r.releasePages === 'function' &&
+    typeof r.startWriteback === 'function' &&
     typeof r.sortEntries === 'function' &&
     typeof r.gatherRun === 'function'
   );

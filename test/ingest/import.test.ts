@@ -135,6 +135,29 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     expect(contents(path.join(dir, 'out'))).toEqual(expected);
     expect(contents(path.join(inProcess, 'out'))).toEqual(expected);
   });
+
+  // The parallel parse probes each file's first bytes for the header and first record on the
+  // main thread, starting with a small read that grows: here both lie past several growths.
+  it('parse workers bind a header and first record that lie far past the first probe read', async () => {
+    const dir = tempDir('ingest-import-');
+    const wide = 'w'.repeat(300 << 10);
+    const lines = [`id,"${wide}"`, `1,"${wide}"`];
+    for (let i = 2; i < 3000; i++) lines.push(`${i},v${i}`);
+    fs.writeFileSync(path.join(dir, 'in.csv'), `${lines.join('\n')}\n`);
+    const s = await importTo(dir, {
+      inputs: [path.join(dir, 'in.csv')],
+      header: true,
+      key: 'id:int64',
+      parseThreads: 2,
+      parseTaskBytes: 4096,
+    });
+    expect(s.parseThreads).toBe(2);
+    expect(s.rowsRead).toBe(2999);
+    const entries = readOutputSsts(path.join(dir, 'out')).entries;
+    expect(entries.length).toBe(2999);
+    expect(entries[0].value.toString()).toBe(wide);
+    expect(entries[2998].value.toString()).toBe('v2999');
+  });
 });
 
 describe('keys and values', () => {

@@ -8,9 +8,10 @@
  *
  * Opening reads, in order: the footer; the metaindex (names → handles); the properties (whose
  * checksum may only match with the 8 global-seqno value bytes zeroed, because ingestion rewrites
- * them in place); the full filter; the index block; the range_del block. All of them stay in
- * memory for the reader's lifetime (RocksDB's default with cache_index_and_filter_blocks off);
- * data blocks go through the block cache when one is given.
+ * them in place); the index block; the range_del block. The filter is read at the first lookup
+ * that asks it (keyMayMatch). All of them then stay in memory for the reader's lifetime
+ * (RocksDB's default with cache_index_and_filter_blocks off); data blocks go through the block
+ * cache when one is given.
  *
  * The parts elsewhere: reading one block from the file (checksum, decompression, the native
  * codec, the data-block arena) is src/sstable/reader/blockFetcher.ts; the whole-file check behind
@@ -117,7 +118,14 @@ export class TableReader implements TableBlockSource {
   /** The index block, or the top-level index of a partitioned index. */
   private readonly indexBlock: Block;
   private readonly partitionedIndex: boolean;
-  private readonly filter: FilterReader | PartitionedFilter | null;
+  /**
+   * The filter, read on first use (undefined until then): most readers that never look a key up
+   * (an SST being checked or ingested, a compaction's inputs) never need it, and a full filter is
+   * about 1.2 bytes per key (625 KB for a 500,000-key table at 10 bits per key), read, checksummed
+   * and held for nothing. A read error surfaces at that first lookup, as a corrupt data block does.
+   */
+  private filterState: FilterReader | PartitionedFilter | null | undefined = undefined;
+  private readonly filterProperties: TableProperties;
   private readonly tombstones: RangeTombstone[];
   /** `tombstones` fragmented for search; built on first use (most tables have none). */
   private fragments: FragmentedTombstoneList | null = null;
@@ -166,7 +174,7 @@ export class TableReader implements TableBlockSource {
       this.footer.indexHandle.offset,
     );
     perf.indexBlocksRead++;
-    this.filter = this.readFilter(props);
+    this.filterProperties = props;
     this.tombstones = this.readRangeTombstones();
   }
 
@@ -219,9 +227,11 @@ export class TableReader implements TableBlockSource {
 
   /** False only if the filter proves `userKey` absent. Counts bloomChecks / bloomNegatives. */
   keyMayMatch(userKey: Uint8Array): boolean {
-    if (this.filter === null) return true;
+    let filter = this.filterState;
+    if (filter === undefined) filter = this.filterState = this.readFilter(this.filterProperties);
+    if (filter === null) return true;
     perf.bloomChecks++;
-    if (this.filter.keyMayMatch(asBuffer(userKey))) return true;
+    if (filter.keyMayMatch(asBuffer(userKey))) return true;
     perf.bloomNegatives++;
     return false;
   }
