@@ -119,6 +119,26 @@ describe.each(PATHS)('SortBuffer (%s)', (_path, useNative) => {
     expect(Array.from(buffer.order.subarray(0, n))).toEqual(expected);
   });
 
+  it('is empty and usable again after releasing its memory', () => {
+    const buffer = new SortBuffer(8 << 20);
+    fillRows(buffer, 2000, 10);
+    buffer.releaseMemory();
+    expect(buffer.count).toBe(0);
+    expect(buffer.heldBytes()).toBe(0);
+    const keys: Buffer[] = [];
+    const r = rng(5);
+    for (let i = 0; i < 3000; i++) {
+      const key = randomKey(r);
+      expect(buffer.reserve(key.length)).toBe(true);
+      key.copy(buffer.arena, buffer.used);
+      buffer.commit(key.length, 0, 0, i);
+      keys.push(key);
+    }
+    buffer.sort(useNative);
+    const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
+    expect(Array.from(buffer.order.subarray(0, keys.length))).toEqual(expected);
+  });
+
   it('reports full at its memory limit and counts what it holds', () => {
     const buffer = new SortBuffer(1 << 20);
     let n = 0;

@@ -242,6 +242,41 @@ describeIfNative('huge-page advice', () => {
   });
 });
 
+describeIfNative('page release and writeback hints', () => {
+  it('releases the whole pages inside a view, which stays usable and reads zeros there', () => {
+    const big = Buffer.alloc(8 << 20, 7);
+    expect(codec.releasePages(big)).toBe(true);
+    // Every byte at least a page from either end lies in a whole page inside the view.
+    const pageBytes = 4096;
+    expect(big.subarray(pageBytes, big.length - pageBytes).every((b) => b === 0)).toBe(true);
+    big.fill(9, 0, 1 << 20);
+    expect(big[12345]).toBe(9);
+    // No whole page inside: nothing released, nothing changed.
+    const small = Buffer.alloc(100, 5);
+    expect(codec.releasePages(small)).toBe(false);
+    expect(small.every((b) => b === 5)).toBe(true);
+    expect(() => codec.releasePages({} as unknown as Uint8Array)).toThrow(/releasePages/);
+  });
+
+  it('starts the writeback of a file range, and refuses bad arguments', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'writeback-'));
+    try {
+      const file = path.join(dir, 'f');
+      const fd = fs.openSync(file, 'w');
+      fs.writeSync(fd, Buffer.alloc(1 << 20, 3));
+      expect(codec.startWriteback(fd, 0, 1 << 20)).toBe(process.platform === 'linux');
+      fs.closeSync(fd);
+      expect(fs.readFileSync(file).every((b) => b === 3)).toBe(true);
+      // A closed descriptor: the kernel refuses, nothing throws.
+      expect(codec.startWriteback(fd, 0, 1 << 20)).toBe(false);
+      expect(() => codec.startWriteback(-1, 0, 10)).toThrow(/startWriteback/);
+      expect(() => codec.startWriteback(fd, -5, 10)).toThrow(/startWriteback/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describeIfNative('tables read with and without the codec', () => {
   let dir: string;
   beforeAll(() => {

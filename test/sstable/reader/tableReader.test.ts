@@ -99,10 +99,14 @@ describe('TableReader on RocksDB-written files', () => {
   });
 
   test('the filter rejects most absent keys and the perf counters say so', () => {
-    const reader = TableReader.open(path.join(FIXTURES, 'fv5_xxh3_none_bloom.sst'));
     resetPerfContext();
+    const reader = TableReader.open(path.join(FIXTURES, 'fv5_xxh3_none_bloom.sst'));
+    // The filter is read at the first lookup that asks it, not at open, and only once.
+    expect(perf.filterBlocksRead).toBe(0);
+    expect(perf.indexBlocksRead).toBe(1);
     let negatives = 0;
     for (let i = 0; i < 200; i++) if (!reader.keyMayMatch(Buffer.from(`absent-${i}`))) negatives++;
+    expect(perf.filterBlocksRead).toBe(1);
     expect(perf.bloomChecks).toBe(200);
     expect(perf.bloomNegatives).toBe(negatives);
     expect(negatives).toBeGreaterThan(150);
