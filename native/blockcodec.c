@@ -481,6 +481,12 @@ static int typed_extent(napi_env env, napi_value value, const char* usage, uintp
   return 1;
 }
 
+/* The [start, end) of the whole `alignBytes`-aligned units inside [bytes, bytes + byteLength); start >= end: none. */
+static void aligned_interior(uintptr_t bytes, size_t byteLength, uintptr_t alignBytes, uintptr_t* start, uintptr_t* end) {
+  *start = (bytes + alignBytes - 1) & ~(alignBytes - 1);
+  *end = (bytes + byteLength) & ~(alignBytes - 1);
+}
+
 /*
  * adviseHugePages(view) -> boolean: madvise(MADV_HUGEPAGE) over the 2 MiB-aligned interior of
  * the view's memory, before it is first touched. Why: a fresh large buffer is faulted in one
@@ -498,9 +504,8 @@ static napi_value advise_huge_pages_js(napi_env env, napi_callback_info info) {
   if (argc != 1 || !typed_extent(env, argv[0], "adviseHugePages(typedArray)", &bytes, &byteLength)) return NULL;
   bool advised = false;
 #ifdef MADV_HUGEPAGE
-  const uintptr_t hugeBytes = (uintptr_t)2 << 20;
-  uintptr_t start = (bytes + hugeBytes - 1) & ~(hugeBytes - 1);
-  uintptr_t end = (bytes + byteLength) & ~(hugeBytes - 1);
+  uintptr_t start, end;
+  aligned_interior(bytes, byteLength, (uintptr_t)2 << 20, &start, &end);
   if (end > start) advised = madvise((void *)start, end - start, MADV_HUGEPAGE) == 0;
 #endif
   napi_value result;
@@ -646,9 +651,8 @@ static napi_value release_pages_js(napi_env env, napi_callback_info info) {
   uintptr_t bytes;
   size_t byteLength;
   if (argc != 1 || !typed_extent(env, argv[0], "releasePages(typedArray)", &bytes, &byteLength)) return NULL;
-  const uintptr_t pageBytes = (uintptr_t)sysconf(_SC_PAGESIZE);
-  uintptr_t start = (bytes + pageBytes - 1) & ~(pageBytes - 1);
-  uintptr_t end = (bytes + byteLength) & ~(pageBytes - 1);
+  uintptr_t start, end;
+  aligned_interior(bytes, byteLength, (uintptr_t)sysconf(_SC_PAGESIZE), &start, &end);
   bool released = end > start && madvise((void*)start, end - start, MADV_DONTNEED) == 0;
   napi_value result;
   napi_get_boolean(env, released, &result);
