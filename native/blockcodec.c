@@ -488,6 +488,26 @@ static void aligned_interior(uintptr_t bytes, size_t byteLength, uintptr_t align
 }
 
 /*
+ * madvise(advice) over the whole `alignBytes` units inside the one typed-array argument's memory
+ * (advice only where the platform has it: `available`); the JavaScript result is whether it took.
+ */
+static napi_value madvise_interior_js(napi_env env, napi_callback_info info, const char* usage, uintptr_t alignBytes, int advice,
+                                      bool available) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uintptr_t bytes;
+  size_t byteLength;
+  if (argc != 1 || !typed_extent(env, argv[0], usage, &bytes, &byteLength)) return NULL;
+  uintptr_t start, end;
+  aligned_interior(bytes, byteLength, alignBytes, &start, &end);
+  bool done = available && end > start && madvise((void*)start, end - start, advice) == 0;
+  napi_value result;
+  napi_get_boolean(env, done, &result);
+  return result;
+}
+
+/*
  * adviseHugePages(view) -> boolean: madvise(MADV_HUGEPAGE) over the 2 MiB-aligned interior of
  * the view's memory, before it is first touched. Why: a fresh large buffer is faulted in one
  * 4 KiB page at a time, and on this product's VMs a fault costs microseconds of system time;
@@ -496,21 +516,11 @@ static void aligned_interior(uintptr_t bytes, size_t byteLength, uintptr_t align
  * Advice only: the memory's contents and lifetime are unchanged.
  */
 static napi_value advise_huge_pages_js(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  uintptr_t bytes;
-  size_t byteLength;
-  if (argc != 1 || !typed_extent(env, argv[0], "adviseHugePages(typedArray)", &bytes, &byteLength)) return NULL;
-  bool advised = false;
 #ifdef MADV_HUGEPAGE
-  uintptr_t start, end;
-  aligned_interior(bytes, byteLength, (uintptr_t)2 << 20, &start, &end);
-  if (end > start) advised = madvise((void *)start, end - start, MADV_HUGEPAGE) == 0;
+  return madvise_interior_js(env, info, "adviseHugePages(typedArray)", (uintptr_t)2 << 20, MADV_HUGEPAGE, true);
+#else
+  return madvise_interior_js(env, info, "adviseHugePages(typedArray)", (uintptr_t)2 << 20, 0, false);
 #endif
-  napi_value result;
-  napi_get_boolean(env, advised, &result);
-  return result;
 }
 
 /* Gets a typed array argument of `type` (its data and element count); on failure throws and returns 0. */
@@ -645,18 +655,7 @@ static napi_value gather_run_js(napi_env env, napi_callback_info info) {
  * before the worker goes on to merge). The view stays valid; the released pages read as zeros.
  */
 static napi_value release_pages_js(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  uintptr_t bytes;
-  size_t byteLength;
-  if (argc != 1 || !typed_extent(env, argv[0], "releasePages(typedArray)", &bytes, &byteLength)) return NULL;
-  uintptr_t start, end;
-  aligned_interior(bytes, byteLength, (uintptr_t)sysconf(_SC_PAGESIZE), &start, &end);
-  bool released = end > start && madvise((void*)start, end - start, MADV_DONTNEED) == 0;
-  napi_value result;
-  napi_get_boolean(env, released, &result);
-  return result;
+  return madvise_interior_js(env, info, "releasePages(typedArray)", (uintptr_t)sysconf(_SC_PAGESIZE), MADV_DONTNEED, true);
 }
 
 /*

@@ -33,6 +33,18 @@ function randomKey(r: () => number): Buffer {
   return Buffer.concat([prefix, tail]);
 }
 
+/** Adds `keys` (no values) to `buffer`, sorts it, and checks the order against a stable bytewise sort. */
+function expectStableBytewiseSort(buffer: SortBuffer, keys: readonly Buffer[], useNative: boolean): void {
+  keys.forEach((key, i) => {
+    if (!buffer.reserve(key.length)) throw new Error(`key ${i} does not fit`);
+    key.copy(buffer.arena, buffer.used);
+    buffer.commit(key.length, 0, 0, i);
+  });
+  buffer.sort(useNative);
+  const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
+  expect(Array.from(buffer.order.subarray(0, keys.length))).toEqual(expected);
+}
+
 describe.each(PATHS)('SortBuffer (%s)', (_path, useNative) => {
   it.each([10, 30, 500, 3000, 20000])('sorts %i keys like a stable bytewise sort', (n) => {
     const r = rng(n);
@@ -82,41 +94,24 @@ describe.each(PATHS)('SortBuffer (%s)', (_path, useNative) => {
     ],
   ])('sorts %s like a stable bytewise sort', (_name, make) => {
     const r = rng(11);
-    const n = 5000;
-    const buffer = new SortBuffer(8 << 20);
     const keys: Buffer[] = [];
-    for (let i = 0; i < n; i++) {
-      const key = i > 0 && r() < 0.1 ? keys[Math.floor(r() * keys.length)] : make(r);
-      expect(buffer.reserve(key.length)).toBe(true);
-      key.copy(buffer.arena, buffer.used);
-      buffer.commit(key.length, 0, 0, i);
-      keys.push(key);
-    }
-    buffer.sort(useNative);
-    const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
-    expect(Array.from(buffer.order.subarray(0, n))).toEqual(expected);
+    for (let i = 0; i < 5000; i++) keys.push(i > 0 && r() < 0.1 ? keys[Math.floor(r() * keys.length)] : make(r));
+    expectStableBytewiseSort(new SortBuffer(8 << 20), keys, useNative);
   });
 
   // A 300-byte common prefix: the radix recursion goes 8 bytes a level, and the native sort
   // switches to its merge sort past 256 bytes; long duplicates check stability there.
   it('sorts keys with a long common prefix and long duplicates like a stable bytewise sort', () => {
     const r = rng(29);
-    const n = 6000;
-    const buffer = new SortBuffer(16 << 20);
     const prefix = Buffer.alloc(300, 0x41);
     const keys: Buffer[] = [];
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < 6000; i++) {
       const tail = Buffer.from(Array.from({ length: Math.floor(r() * 6) }, () => Math.floor(r() * 3)));
-      const key =
-        i > 0 && r() < 0.3 ? keys[Math.floor(r() * keys.length)] : Buffer.concat([prefix.subarray(0, 250 + Math.floor(r() * 51)), tail]);
-      expect(buffer.reserve(key.length)).toBe(true);
-      key.copy(buffer.arena, buffer.used);
-      buffer.commit(key.length, 0, 0, i);
-      keys.push(key);
+      keys.push(
+        i > 0 && r() < 0.3 ? keys[Math.floor(r() * keys.length)] : Buffer.concat([prefix.subarray(0, 250 + Math.floor(r() * 51)), tail]),
+      );
     }
-    buffer.sort(useNative);
-    const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
-    expect(Array.from(buffer.order.subarray(0, n))).toEqual(expected);
+    expectStableBytewiseSort(new SortBuffer(16 << 20), keys, useNative);
   });
 
   it('is empty and usable again after releasing its memory', () => {
@@ -125,18 +120,12 @@ describe.each(PATHS)('SortBuffer (%s)', (_path, useNative) => {
     buffer.releaseMemory();
     expect(buffer.count).toBe(0);
     expect(buffer.heldBytes()).toBe(0);
-    const keys: Buffer[] = [];
     const r = rng(5);
-    for (let i = 0; i < 3000; i++) {
-      const key = randomKey(r);
-      expect(buffer.reserve(key.length)).toBe(true);
-      key.copy(buffer.arena, buffer.used);
-      buffer.commit(key.length, 0, 0, i);
-      keys.push(key);
-    }
-    buffer.sort(useNative);
-    const expected = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a], keys[b]) || a - b);
-    expect(Array.from(buffer.order.subarray(0, keys.length))).toEqual(expected);
+    expectStableBytewiseSort(
+      buffer,
+      Array.from({ length: 3000 }, () => randomKey(r)),
+      useNative,
+    );
   });
 
   it('reports full at its memory limit and counts what it holds', () => {
