@@ -62,6 +62,7 @@
 
 #include "lz4Decode.h"
 #include "lz4Encode.h"
+#include "rowParse.h"
 #include "rowSort.h"
 #include "writeback.h"
 #include "snappyDecode.h"
@@ -648,6 +649,114 @@ static napi_value gather_run_js(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* parseRows' layout argument: Int32Array slots. */
+enum {
+  LAYOUT_DELIMITER,
+  LAYOUT_QUOTE,
+  LAYOUT_COMMENT,
+  LAYOUT_FIELD_COUNT,
+  LAYOUT_KEY_FIELD,
+  LAYOUT_KEY_TYPE,
+  LAYOUT_VALUE_DELIMITER,
+  LAYOUT_FIXED_BYTES,
+  LAYOUT_SOURCE,
+  LAYOUT_BYTES_PER_ENTRY,
+  LAYOUT_SLOTS
+};
+
+/* Checks parseRows' layout and value fields into `a`; 0 (nothing thrown yet) when out of range. */
+static int row_parse_layout(RowParseArgs* a, const int32_t* layout, const int32_t* valueFields, size_t valueFieldCount) {
+  for (int i = LAYOUT_DELIMITER; i <= LAYOUT_COMMENT; i++)
+    if (layout[i] < (i == LAYOUT_DELIMITER ? 0 : -1) || layout[i] > 255) return 0;
+  if (layout[LAYOUT_FIELD_COUNT] < 1 || layout[LAYOUT_FIELD_COUNT] > ROW_PARSE_MAX_FIELDS || layout[LAYOUT_KEY_FIELD] < 0 ||
+      layout[LAYOUT_KEY_FIELD] >= layout[LAYOUT_FIELD_COUNT] || layout[LAYOUT_KEY_TYPE] < ROW_PARSE_KEY_BYTES ||
+      layout[LAYOUT_KEY_TYPE] > ROW_PARSE_KEY_UINT64 || layout[LAYOUT_VALUE_DELIMITER] < 0 || layout[LAYOUT_VALUE_DELIMITER] > 255 ||
+      layout[LAYOUT_FIXED_BYTES] < 0 || layout[LAYOUT_SOURCE] < 0 || layout[LAYOUT_BYTES_PER_ENTRY] < 1)
+    return 0;
+  for (size_t i = 0; i < valueFieldCount; i++)
+    if (valueFields[i] < 0 || valueFields[i] >= layout[LAYOUT_FIELD_COUNT]) return 0;
+  a->delimiter = layout[LAYOUT_DELIMITER];
+  a->quote = layout[LAYOUT_QUOTE];
+  a->comment = layout[LAYOUT_COMMENT];
+  a->fieldCount = (uint32_t)layout[LAYOUT_FIELD_COUNT];
+  a->keyField = (uint32_t)layout[LAYOUT_KEY_FIELD];
+  a->keyType = layout[LAYOUT_KEY_TYPE];
+  a->valueFields = valueFields;
+  a->valueFieldCount = (uint32_t)valueFieldCount;
+  a->valueDelimiter = (uint8_t)layout[LAYOUT_VALUE_DELIMITER];
+  a->fixedBytes = (uint32_t)layout[LAYOUT_FIXED_BYTES];
+  a->sourceId = (uint32_t)layout[LAYOUT_SOURCE];
+  a->bytesPerEntry = (uint32_t)layout[LAYOUT_BYTES_PER_ENTRY];
+  return 1;
+}
+
+/* Gets parseRows' five sort-buffer columns; a->slots is the shortest one's length. */
+static int row_parse_columns(napi_env env, napi_value* argv, RowParseArgs* a) {
+  size_t slots;
+  if (!get_typed(env, argv[4], napi_float64_array, (void**)&a->line, &slots)) return 0;
+  napi_value sized[] = {argv[0], argv[1], argv[2], argv[3]};
+  uint32_t** columns[] = {&a->offset, &a->keyLength, &a->valueLength, &a->source};
+  for (int i = 0; i < 4; i++) {
+    size_t elements;
+    if (!get_typed(env, sized[i], napi_uint32_array, (void**)columns[i], &elements)) return 0;
+    if (elements < slots) slots = elements;
+  }
+  a->slots = slots > UINT32_MAX ? UINT32_MAX : (uint32_t)slots;
+  return 1;
+}
+
+/*
+ * parseRows(src, end, stopAt, layout, valueFields, arena, limits, offset, keyLength, valueLength,
+ * source, line, state) -> records taken: row_parse (rowParse.c). layout is an Int32Array
+ * [delimiter, quote, comment, fieldCount, keyField, keyType, valueDelimiter, fixedBytes, source,
+ * bytesPerEntry] (quote and comment -1 for none); limits a Float64Array [arenaStart,
+ * memoryLimitBytes]; state a Float64Array [pos, line, count, used], read and left where the
+ * call stopped. Arguments out of range are INVALID_ARGUMENT before anything is written.
+ */
+static napi_value parse_rows_js(napi_env env, napi_callback_info info) {
+  size_t argc = 13;
+  napi_value argv[13];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t end, stopAt;
+  if (argc != 13 || napi_get_value_uint32(env, argv[1], &end) != napi_ok || napi_get_value_uint32(env, argv[2], &stopAt) != napi_ok) {
+    throw_invalid(env, "parseRows(src, end, stopAt, layout, valueFields, arena, limits, offset, keyLength, valueLength, source, line, state)");
+    return NULL;
+  }
+  RowParseArgs a;
+  uint8_t* src;
+  size_t srcBytes, layoutSlots, valueFieldCount, limitSlots, stateSlots;
+  int32_t *layout, *valueFields;
+  double *limits, *state;
+  if (!get_bytes(env, argv[0], &src, &srcBytes) || !get_typed(env, argv[3], napi_int32_array, (void**)&layout, &layoutSlots) ||
+      !get_typed(env, argv[4], napi_int32_array, (void**)&valueFields, &valueFieldCount) ||
+      !get_bytes(env, argv[5], &a.arena, &a.arenaBytes) || !get_typed(env, argv[6], napi_float64_array, (void**)&limits, &limitSlots) ||
+      !row_parse_columns(env, argv + 7, &a) || !get_typed(env, argv[12], napi_float64_array, (void**)&state, &stateSlots))
+    return NULL;
+  if (layoutSlots != LAYOUT_SLOTS || limitSlots != 2 || stateSlots != 4 || !row_parse_layout(&a, layout, valueFields, valueFieldCount)) {
+    throw_invalid(env, "parseRows: a layout, limit or state out of range");
+    return NULL;
+  }
+  RowParseState st = {(size_t)state[0], state[1], (uint32_t)state[2], (size_t)state[3]};
+  if (end > srcBytes || state[0] < 0 || st.pos > end || limits[0] < 0 || limits[0] > a.arenaBytes || limits[1] < 0 ||
+      state[3] < limits[0] || st.used > a.arenaBytes || state[2] < 0 || st.count > a.slots) {
+    throw_invalid(env, "parseRows: a position, limit or count out of range");
+    return NULL;
+  }
+  a.src = src;
+  a.end = end;
+  a.stopAt = stopAt;
+  a.arenaStart = (size_t)limits[0];
+  a.memoryLimitBytes = (size_t)limits[1];
+  uint32_t taken = row_parse(&a, &st);
+  state[0] = (double)st.pos;
+  state[1] = st.line;
+  state[2] = st.count;
+  state[3] = (double)st.used;
+  napi_value result;
+  napi_create_uint32(env, taken, &result);
+  return result;
+}
+
 /*
  * releasePages(view) -> boolean: madvise(MADV_DONTNEED) over the whole pages inside the view's
  * memory, which the caller will not read again: their memory goes back to the kernel now
@@ -688,6 +797,7 @@ NAPI_MODULE_INIT() {
       {"adviseHugePages", NULL, advise_huge_pages_js, NULL, NULL, NULL, napi_default, NULL},
       {"sortEntries", NULL, sort_entries_js, NULL, NULL, NULL, napi_default, NULL},
       {"gatherRun", NULL, gather_run_js, NULL, NULL, NULL, napi_default, NULL},
+      {"parseRows", NULL, parse_rows_js, NULL, NULL, NULL, napi_default, NULL},
       {"releasePages", NULL, release_pages_js, NULL, NULL, NULL, napi_default, NULL},
       {"startWriteback", NULL, start_writeback_js, NULL, NULL, NULL, napi_default, NULL},
   };

@@ -127,6 +127,30 @@ export interface NativeBlockCodec {
     stopAtFill: number,
     state: Uint32Array,
   ): void;
+  /**
+   * The CSV fast path for a one-column key and raw values (native/rowParse.c): from state[0] (the
+   * input position; state[1] its line), takes every record of src[.., end) that starts before
+   * stopAt, is simple (no quote, not empty, not a comment, fieldCount fields, a key that parses)
+   * and fits the sort buffer, encoding each at arena[state[3]..] as entry state[2]; leaves the
+   * four where it stopped and returns the records taken. layout: [delimiter, quote, comment,
+   * fieldCount, keyField, keyType (0 bytes, 1 int64, 2 uint64), valueDelimiter, fixedBytes,
+   * source, bytesPerEntry]; limits: [arenaStart, memoryLimitBytes].
+   */
+  parseRows(
+    src: Uint8Array,
+    end: number,
+    stopAt: number,
+    layout: Int32Array,
+    valueFields: Int32Array,
+    arena: Uint8Array,
+    limits: Float64Array,
+    offset: Uint32Array,
+    keyLength: Uint32Array,
+    valueLength: Uint32Array,
+    source: Uint32Array,
+    line: Float64Array,
+    state: Float64Array,
+  ): number;
 }
 
 const MODULE_RELATIVE_PATH = path.join('build', 'Release', 'blockcodec.node');

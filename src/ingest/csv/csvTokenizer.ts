@@ -37,13 +37,35 @@ export interface RecordSink {
   ): void;
   /** A malformed record starting at `line`; its raw bytes are src[recordStart..recordEnd). */
   badRecord(line: number, reason: string, src: Buffer, recordStart: number, recordEnd: number): void;
+  /**
+   * Optional bulk path: takes the fast path's records (each one line, ending with an LF before
+   * `end`, no quote byte) from buf[pos..) for as long as it can, exactly as `record` would take
+   * them one by one, and stops at the first it cannot (which then goes to `record`). Returns the
+   * records taken and leaves where it stopped in `simpleRecordsEnd`.
+   */
+  takeSimpleRecords?(
+    buf: Buffer,
+    end: number,
+    pos: number,
+    stopAt: number,
+    line: number,
+    delimiter: number,
+    quote: number,
+    comment: number,
+  ): number;
+  simpleRecordsEnd?: number;
 }
 
 const LF = 0x0a;
 const CR = 0x0d;
 const INITIAL_FIELD_CAPACITY = 64;
-/** Records per tokenize call the fast path may fail on (quotes) before it stops being tried. */
+/**
+ * Records in a row the fast path may fail on (quotes) before this tokenize call stops trying it:
+ * a run of quoted records gives up on it, a sprinkling of them does not.
+ */
 const FAST_PATH_MAX_MISSES = 32;
+/** Records in a row the sink's bulk path may take none of before this fastRecords call stops asking it. */
+const BULK_PATH_MAX_MISSES = 32;
 
 export class CsvTokenizer {
   /** 1-based physical line at the position where tokenizing continues. */
@@ -96,7 +118,28 @@ export class CsvTokenizer {
     let unescape = this.unescape;
     let nextQuote = this.nextQuote;
     const firstLine = line;
+    let bulkMisses = sink.takeSimpleRecords === undefined ? BULK_PATH_MAX_MISSES : 0;
     while (pos < stopAt) {
+      if (bulkMisses < BULK_PATH_MAX_MISSES) {
+        const taken = (sink.takeSimpleRecords as NonNullable<RecordSink['takeSimpleRecords']>).call(
+          sink,
+          buf,
+          bounded.length,
+          pos,
+          stopAt,
+          line,
+          delimiter,
+          this.quote,
+          comment,
+        );
+        if (taken === 0) bulkMisses++;
+        else {
+          bulkMisses = 0;
+          pos = sink.simpleRecordsEnd as number;
+          line += taken;
+          if (pos >= stopAt) break;
+        }
+      }
       const first = buf[pos];
       if (first === LF || first === CR || first === comment) break;
       if (nextQuote < pos) {
@@ -167,6 +210,7 @@ export class CsvTokenizer {
         if (after === pos) {
           fastMisses++;
         } else {
+          fastMisses = 0;
           line += this.fastRecordCount;
           pos = after;
           starts = this.starts; // fastRecords may have grown them

@@ -66,6 +66,27 @@ const HEX = Buffer.from('0123456789abcdef', 'latin1');
 /** Worst-case JSON bytes for one input byte: \u00XX. */
 const JSON_EXPANSION = 6;
 
+/** Fields a record may have on the native path (native/rowParse.h, ROW_PARSE_MAX_FIELDS). */
+const NATIVE_MAX_FIELDS = 256;
+/** Slots of the native layout (native/blockcodec.c, parseRows). */
+export const NATIVE_LAYOUT_SLOTS = 10;
+export const NATIVE_LAYOUT_DELIMITER = 0;
+export const NATIVE_LAYOUT_QUOTE = 1;
+export const NATIVE_LAYOUT_COMMENT = 2;
+const NATIVE_LAYOUT_FIELD_COUNT = 3;
+const NATIVE_LAYOUT_KEY_FIELD = 4;
+const NATIVE_LAYOUT_KEY_TYPE = 5;
+const NATIVE_LAYOUT_VALUE_DELIMITER = 6;
+const NATIVE_LAYOUT_FIXED_BYTES = 7;
+export const NATIVE_LAYOUT_SOURCE = 8;
+export const NATIVE_LAYOUT_BYTES_PER_ENTRY = 9;
+
+/** An encoder's rows as native/rowParse.c encodes them: the layout slots and the value fields. */
+export interface NativeRowLayout {
+  layout: Int32Array;
+  valueFields: Int32Array;
+}
+
 export class RowEncoder {
   readonly layout: RowLayoutInit;
   /** After a successful encode: bytes of key and of value written. */
@@ -97,6 +118,25 @@ export class RowEncoder {
       fixed = this.jsonPrefixes.reduce((a, b) => a + b.length, 0) + this.jsonClose.length + 2;
     }
     this.fixedBytes = fixed;
+  }
+
+  /**
+   * The layout native/rowParse.c takes over for this encoder's rows (see SortBuffer.parseRows),
+   * or null when it cannot: only raw values with a one-byte delimiter and a one-column key have
+   * a native path. Slots 0-2 (the dialect) and 8 (the source) are the caller's to fill.
+   */
+  nativeLayout(): NativeRowLayout | null {
+    const { keySpec, fieldCount } = this.layout;
+    if (this.json || keySpec.isComposite || this.delimiter.length !== 1) return null;
+    if (fieldCount > NATIVE_MAX_FIELDS || this.valueFields.length > NATIVE_MAX_FIELDS) return null;
+    const type = keySpec.types[0];
+    const layout = new Int32Array(NATIVE_LAYOUT_SLOTS);
+    layout[NATIVE_LAYOUT_FIELD_COUNT] = fieldCount;
+    layout[NATIVE_LAYOUT_KEY_FIELD] = keySpec.fieldIndexes[0];
+    layout[NATIVE_LAYOUT_KEY_TYPE] = type === 'bytes' ? 0 : type === 'int64' ? 1 : 2;
+    layout[NATIVE_LAYOUT_VALUE_DELIMITER] = this.delimiter[0];
+    layout[NATIVE_LAYOUT_FIXED_BYTES] = this.fixedBytes;
+    return { layout, valueFields: this.valueFields };
   }
 
   /** Upper bound of key + value bytes for a record of `recordBytes` raw bytes. */

@@ -15,7 +15,16 @@
 import { IngestError } from '../../util/errors';
 import { RecordSink } from '../csv/csvTokenizer';
 import { KeyColumnRef, KeySpec } from './keySpec';
-import { RowEncoder, ValueFormat, resolveValueColumns } from './rowEncoder';
+import {
+  NATIVE_LAYOUT_COMMENT,
+  NATIVE_LAYOUT_DELIMITER,
+  NATIVE_LAYOUT_QUOTE,
+  NATIVE_LAYOUT_SOURCE,
+  NativeRowLayout,
+  RowEncoder,
+  ValueFormat,
+  resolveValueColumns,
+} from './rowEncoder';
 import { SortBuffer } from '../sort/sortBuffer';
 
 /** Reject text kept per bad row. */
@@ -84,6 +93,10 @@ export class RowSink implements RecordSink {
   badRowCount = 0;
   readonly badRows: BadRow[] = [];
   private encoder: RowEncoder | null;
+  /** The encoder's rows on the native fast path (SortBuffer.parseRows), or null when it has none. */
+  private nativeRows: NativeRowLayout | null = null;
+  /** After takeSimpleRecords: the input position it stopped at. */
+  simpleRecordsEnd = 0;
 
   constructor(
     private readonly plan: LayoutPlan,
@@ -99,7 +112,42 @@ export class RowSink implements RecordSink {
     // With --columns the layout is known now: bind it, so a bad --key fails even on empty input.
     if (bound === null && plan.columns !== null) bound = bindLayout(plan, null, plan.columns.length);
     this.bound = bound;
-    this.encoder = bound !== null ? makeEncoder(plan, bound) : null;
+    this.encoder = null;
+    if (bound !== null) this.setEncoder(makeEncoder(plan, bound));
+  }
+
+  private setEncoder(encoder: RowEncoder): RowEncoder {
+    this.encoder = encoder;
+    this.nativeRows = encoder.nativeLayout();
+    return encoder;
+  }
+
+  /**
+   * The tokenizer's fast path hands records here in bulk (RecordSink.takeSimpleRecords): the
+   * sort buffer encodes and commits them natively, exactly as `record` would, and stops at the
+   * first one `record` must see (a bad row, a full buffer, a quote). Returns the records taken.
+   */
+  takeSimpleRecords(
+    buf: Buffer,
+    end: number,
+    pos: number,
+    stopAt: number,
+    line: number,
+    delimiter: number,
+    quote: number,
+    comment: number,
+  ): number {
+    const rows = this.nativeRows;
+    if (rows === null || this.expectHeader) return 0;
+    const layout = rows.layout;
+    layout[NATIVE_LAYOUT_DELIMITER] = delimiter;
+    layout[NATIVE_LAYOUT_QUOTE] = quote;
+    layout[NATIVE_LAYOUT_COMMENT] = comment;
+    layout[NATIVE_LAYOUT_SOURCE] = this.source;
+    const taken = this.buffer.parseRows(buf, end, stopAt, pos, line, rows);
+    this.simpleRecordsEnd = this.buffer.parsedUpTo;
+    this.rows += taken;
+    return taken;
   }
 
   record(
@@ -119,7 +167,7 @@ export class RowSink implements RecordSink {
     let encoder = this.encoder;
     if (encoder === null) {
       this.bound = bindLayout(this.plan, this.headerNames, fieldCount);
-      encoder = this.encoder = makeEncoder(this.plan, this.bound);
+      encoder = this.setEncoder(makeEncoder(this.plan, this.bound));
     }
     const bound = encoder.boundBytes(recordEnd - recordStart);
     const buffer = this.buffer;
@@ -167,7 +215,7 @@ export class RowSink implements RecordSink {
       this.headerNames = names;
       if (this.encoder === null) {
         this.bound = bindLayout(this.plan, names, names.length);
-        this.encoder = makeEncoder(this.plan, this.bound);
+        this.setEncoder(makeEncoder(this.plan, this.bound));
       }
       return;
     }

@@ -30,6 +30,7 @@
 import { assert } from '../../util/errors';
 import { BufferRegion } from '../csv/csvReader';
 import { nativeBlockCodec } from '../../sstable/nativeBlockCodec';
+import { NATIVE_LAYOUT_BYTES_PER_ENTRY, NativeRowLayout } from '../rows/rowEncoder';
 
 /** Bytes of typed-array state per entry slot: offset, keyLength, valueLength, source (4 each), line (8), six radix columns (4 each), two length classes (1 each). */
 export const SORT_BYTES_PER_ENTRY = 4 * 4 + 8 + 6 * 4 + 2;
@@ -79,6 +80,11 @@ export class SortBuffer {
   private highScratch: Uint32Array;
   private lowScratch: Uint32Array;
   private classScratch: Uint8Array;
+  /** After parseRows: the input position it stopped at. */
+  parsedUpTo = 0;
+  /** parseRows' in/out state [pos, line, count, used] and its limits [arenaStart, memoryLimitBytes]. */
+  private readonly parseState = new Float64Array(4);
+  private readonly parseLimits: Float64Array;
   /** All of the columns above: one allocation. */
   private readonly columns: Uint8Array;
   private readonly histogram = new Uint32Array(RADIX_PASSES * DIGIT_BUCKETS);
@@ -96,6 +102,7 @@ export class SortBuffer {
     );
     this.memoryLimitBytes = memoryLimitBytes;
     this.arenaStart = windowBytes + chunkBytes;
+    this.parseLimits = Float64Array.of(this.arenaStart, memoryLimitBytes);
     this.used = this.arenaStart;
     this.arena = Buffer.allocUnsafe(this.arenaStart + Math.min(memoryLimitBytes, MAX_ARENA_BYTES - this.arenaStart));
     const slots = Math.floor(memoryLimitBytes / (SORT_BYTES_PER_ENTRY + MIN_ENTRY_BYTES));
@@ -186,6 +193,43 @@ export class SortBuffer {
     this.source[e] = source;
     this.line[e] = line;
     this.used += keyBytes + valueBytes;
+  }
+
+  /**
+   * Takes records of src[.., end) from `pos` (on `line`) straight into the buffer through the
+   * native CSV fast path (native/rowParse.c), for as long as each is simple, fits, and starts
+   * before stopAt; returns how many it took (one line each) and leaves where it stopped in
+   * `parsedUpTo`. The layout comes from RowEncoder.nativeLayout with the dialect and source
+   * filled in. 0 without the native codec, or for positions past 32 bits.
+   */
+  parseRows(src: Buffer, end: number, stopAt: number, pos: number, line: number, rows: NativeRowLayout): number {
+    const codec = nativeBlockCodec;
+    if (codec === null || end > MAX_ARENA_BYTES) return 0;
+    const state = this.parseState;
+    state[0] = pos;
+    state[1] = line;
+    state[2] = this.count;
+    state[3] = this.used;
+    rows.layout[NATIVE_LAYOUT_BYTES_PER_ENTRY] = SORT_BYTES_PER_ENTRY;
+    const taken = codec.parseRows(
+      src,
+      end,
+      Math.min(stopAt, end),
+      rows.layout,
+      rows.valueFields,
+      this.arena,
+      this.parseLimits,
+      this.offset,
+      this.keyLength,
+      this.valueLength,
+      this.source,
+      this.line,
+      state,
+    );
+    this.count = state[2];
+    this.used = state[3];
+    this.parsedUpTo = state[0];
+    return taken;
   }
 
   /**
