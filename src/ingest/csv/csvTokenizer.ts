@@ -23,6 +23,23 @@
  */
 import { DialectBytes } from './csvDialect';
 
+/** What the fast path offers a sink's bulk path: one object per tokenizer, refilled for each call. */
+export interface SimpleRecordsOffer {
+  buf: Buffer;
+  /** Input ends here (buf may go on past it). */
+  end: number;
+  pos: number;
+  /** Records must start before this (a parse range's end), or Infinity. */
+  stopAt: number;
+  /** Line of the record at pos. */
+  line: number;
+  delimiter: number;
+  /** -1: none. */
+  quote: number;
+  /** -1: none. */
+  comment: number;
+}
+
 export interface RecordSink {
   /** One good record. `recordStart/recordEnd` delimit its raw bytes (without the line end). */
   record(
@@ -39,20 +56,11 @@ export interface RecordSink {
   badRecord(line: number, reason: string, src: Buffer, recordStart: number, recordEnd: number): void;
   /**
    * Optional bulk path: takes the fast path's records (each one line, ending with an LF before
-   * `end`, no quote byte) from buf[pos..) for as long as it can, exactly as `record` would take
-   * them one by one, and stops at the first it cannot (which then goes to `record`). Returns the
-   * records taken and leaves where it stopped in `simpleRecordsEnd`.
+   * `offer.end`, no quote byte) from offer.buf[offer.pos..) for as long as it can, exactly as
+   * `record` would take them one by one, and stops at the first it cannot (which then goes to
+   * `record`). Returns the records taken and leaves where it stopped in `simpleRecordsEnd`.
    */
-  takeSimpleRecords?(
-    buf: Buffer,
-    end: number,
-    pos: number,
-    stopAt: number,
-    line: number,
-    delimiter: number,
-    quote: number,
-    comment: number,
-  ): number;
+  takeSimpleRecords?(offer: SimpleRecordsOffer): number;
   simpleRecordsEnd?: number;
 }
 
@@ -82,6 +90,16 @@ export class CsvTokenizer {
     this.quote = dialect.quote;
     this.comment = dialect.comment;
     this.line = startLine;
+    this.offer = {
+      buf: Buffer.alloc(0),
+      end: 0,
+      pos: 0,
+      stopAt: 0,
+      line: 0,
+      delimiter: this.delimiter,
+      quote: this.quote,
+      comment: this.comment,
+    };
   }
 
   private grow(): void {
@@ -97,6 +115,8 @@ export class CsvTokenizer {
     this.unescape = u;
   }
 
+  /** The bulk path's offer (RecordSink.takeSimpleRecords), reused. */
+  private readonly offer: SimpleRecordsOffer;
   /** Fast path: where the next quote byte is (Infinity: none before the end; -1: not searched yet). */
   private nextQuote = -1;
   /** Records the last fastRecords call reported (each is one line). */
@@ -121,17 +141,13 @@ export class CsvTokenizer {
     let bulkMisses = sink.takeSimpleRecords === undefined ? BULK_PATH_MAX_MISSES : 0;
     while (pos < stopAt) {
       if (bulkMisses < BULK_PATH_MAX_MISSES) {
-        const taken = (sink.takeSimpleRecords as NonNullable<RecordSink['takeSimpleRecords']>).call(
-          sink,
-          buf,
-          bounded.length,
-          pos,
-          stopAt,
-          line,
-          delimiter,
-          this.quote,
-          comment,
-        );
+        const offer = this.offer;
+        offer.buf = buf;
+        offer.end = bounded.length;
+        offer.pos = pos;
+        offer.stopAt = stopAt;
+        offer.line = line;
+        const taken = (sink.takeSimpleRecords as NonNullable<RecordSink['takeSimpleRecords']>).call(sink, offer);
         if (taken === 0) bulkMisses++;
         else {
           bulkMisses = 0;

@@ -13,7 +13,7 @@
  *   (it throws: an IngestError in-process, a stop signal in a worker).
  */
 import { IngestError } from '../../util/errors';
-import { RecordSink } from '../csv/csvTokenizer';
+import { RecordSink, SimpleRecordsOffer } from '../csv/csvTokenizer';
 import { KeyColumnRef, KeySpec } from './keySpec';
 import {
   NATIVE_LAYOUT_COMMENT,
@@ -127,24 +127,15 @@ export class RowSink implements RecordSink {
    * sort buffer encodes and commits them natively, exactly as `record` would, and stops at the
    * first one `record` must see (a bad row, a full buffer, a quote). Returns the records taken.
    */
-  takeSimpleRecords(
-    buf: Buffer,
-    end: number,
-    pos: number,
-    stopAt: number,
-    line: number,
-    delimiter: number,
-    quote: number,
-    comment: number,
-  ): number {
+  takeSimpleRecords(offer: SimpleRecordsOffer): number {
     const rows = this.nativeRows;
     if (rows === null || this.expectHeader) return 0;
     const layout = rows.layout;
-    layout[NATIVE_LAYOUT_DELIMITER] = delimiter;
-    layout[NATIVE_LAYOUT_QUOTE] = quote;
-    layout[NATIVE_LAYOUT_COMMENT] = comment;
+    layout[NATIVE_LAYOUT_DELIMITER] = offer.delimiter;
+    layout[NATIVE_LAYOUT_QUOTE] = offer.quote;
+    layout[NATIVE_LAYOUT_COMMENT] = offer.comment;
     layout[NATIVE_LAYOUT_SOURCE] = this.source;
-    const taken = this.buffer.parseRows(buf, end, stopAt, pos, line, rows);
+    const taken = this.buffer.parseRows(offer.buf, offer.end, offer.stopAt, offer.pos, offer.line, rows);
     this.simpleRecordsEnd = this.buffer.parsedUpTo;
     this.rows += taken;
     return taken;
