@@ -660,7 +660,6 @@ enum {
   LAYOUT_VALUE_DELIMITER,
   LAYOUT_FIXED_BYTES,
   LAYOUT_SOURCE,
-  LAYOUT_BYTES_PER_ENTRY,
   LAYOUT_SLOTS
 };
 
@@ -671,7 +670,7 @@ static int row_parse_layout(RowParseArgs* a, const int32_t* layout, const int32_
   if (layout[LAYOUT_FIELD_COUNT] < 1 || layout[LAYOUT_FIELD_COUNT] > ROW_PARSE_MAX_FIELDS || layout[LAYOUT_KEY_FIELD] < 0 ||
       layout[LAYOUT_KEY_FIELD] >= layout[LAYOUT_FIELD_COUNT] || layout[LAYOUT_KEY_TYPE] < ROW_PARSE_KEY_BYTES ||
       layout[LAYOUT_KEY_TYPE] > ROW_PARSE_KEY_UINT64 || layout[LAYOUT_VALUE_DELIMITER] < 0 || layout[LAYOUT_VALUE_DELIMITER] > 255 ||
-      layout[LAYOUT_FIXED_BYTES] < 0 || layout[LAYOUT_SOURCE] < 0 || layout[LAYOUT_BYTES_PER_ENTRY] < 1)
+      layout[LAYOUT_FIXED_BYTES] < 0 || layout[LAYOUT_SOURCE] < 0)
     return 0;
   for (size_t i = 0; i < valueFieldCount; i++)
     if (valueFields[i] < 0 || valueFields[i] >= layout[LAYOUT_FIELD_COUNT]) return 0;
@@ -686,7 +685,6 @@ static int row_parse_layout(RowParseArgs* a, const int32_t* layout, const int32_
   a->valueDelimiter = (uint8_t)layout[LAYOUT_VALUE_DELIMITER];
   a->fixedBytes = (uint32_t)layout[LAYOUT_FIXED_BYTES];
   a->sourceId = (uint32_t)layout[LAYOUT_SOURCE];
-  a->bytesPerEntry = (uint32_t)layout[LAYOUT_BYTES_PER_ENTRY];
   return 1;
 }
 
@@ -708,9 +706,9 @@ static int row_parse_columns(napi_env env, napi_value* argv, RowParseArgs* a) {
 /*
  * parseRows(src, end, stopAt, layout, valueFields, arena, limits, offset, keyLength, valueLength,
  * source, line, state) -> records taken: row_parse (rowParse.c). layout is an Int32Array
- * [delimiter, quote, comment, fieldCount, keyField, keyType, valueDelimiter, fixedBytes, source,
- * bytesPerEntry] (quote and comment -1 for none); limits a Float64Array [arenaStart,
- * memoryLimitBytes]; state a Float64Array [pos, line, count, used], read and left where the
+ * [delimiter, quote, comment, fieldCount, keyField, keyType, valueDelimiter, fixedBytes, source]
+ * (quote and comment -1 for none); limits a Float64Array [arenaStart, memoryLimitBytes,
+ * bytesPerEntry]; state a Float64Array [pos, line, count, used], read and left where the
  * call stopped. Arguments out of range are INVALID_ARGUMENT before anything is written.
  */
 static napi_value parse_rows_js(napi_env env, napi_callback_info info) {
@@ -732,12 +730,13 @@ static napi_value parse_rows_js(napi_env env, napi_callback_info info) {
       !get_bytes(env, argv[5], &a.arena, &a.arenaBytes) || !get_typed(env, argv[6], napi_float64_array, (void**)&limits, &limitSlots) ||
       !row_parse_columns(env, argv + 7, &a) || !get_typed(env, argv[12], napi_float64_array, (void**)&state, &stateSlots))
     return NULL;
-  if (layoutSlots != LAYOUT_SLOTS || limitSlots != 2 || stateSlots != 4 || !row_parse_layout(&a, layout, valueFields, valueFieldCount)) {
+  if (layoutSlots != LAYOUT_SLOTS || limitSlots != 3 || stateSlots != 4 || !row_parse_layout(&a, layout, valueFields, valueFieldCount)) {
     throw_invalid(env, "parseRows: a layout, limit or state out of range");
     return NULL;
   }
   RowParseState st = {(size_t)state[0], state[1], (uint32_t)state[2], (size_t)state[3]};
   if (end > srcBytes || state[0] < 0 || st.pos > end || limits[0] < 0 || limits[0] > a.arenaBytes || limits[1] < 0 ||
+      limits[2] < 1 || limits[2] > UINT32_MAX ||
       state[3] < limits[0] || st.used > a.arenaBytes || state[2] < 0 || st.count > a.slots) {
     throw_invalid(env, "parseRows: a position, limit or count out of range");
     return NULL;
@@ -747,6 +746,7 @@ static napi_value parse_rows_js(napi_env env, napi_callback_info info) {
   a.stopAt = stopAt;
   a.arenaStart = (size_t)limits[0];
   a.memoryLimitBytes = (size_t)limits[1];
+  a.bytesPerEntry = (uint32_t)limits[2];
   uint32_t taken = row_parse(&a, &st);
   state[0] = (double)st.pos;
   state[1] = st.line;

@@ -134,7 +134,7 @@ export interface NativeBlockCodec {
    * and fits the sort buffer, encoding each at arena[state[3]..] as entry state[2]; leaves the
    * four where it stopped and returns the records taken. layout: [delimiter, quote, comment,
    * fieldCount, keyField, keyType (0 bytes, 1 int64, 2 uint64), valueDelimiter, fixedBytes,
-   * source, bytesPerEntry]; limits: [arenaStart, memoryLimitBytes].
+   * source]; limits: [arenaStart, memoryLimitBytes, bytesPerEntry].
    */
   parseRows(
     src: Uint8Array,

@@ -236,7 +236,7 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
     const codec = nativeBlockCodec!;
     const buffer = new SortBuffer(1 << 20, 1 << 10, 1 << 10);
     const src = Buffer.from('1,a\n');
-    const layout = Int32Array.of(0x2c, -1, -1, 2, 0, 1, 0x2c, 2, 0, 50);
+    const layout = Int32Array.of(0x2c, -1, -1, 2, 0, 1, 0x2c, 2, 0);
     const call = (l: Int32Array, valueFields: Int32Array, state: Float64Array): number =>
       codec.parseRows(
         src,
@@ -245,7 +245,7 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
         l,
         valueFields,
         buffer.arena,
-        Float64Array.of(2048, 1 << 20),
+        Float64Array.of(2048, 1 << 20, 50),
         buffer.offset,
         buffer.keyLength,
         buffer.valueLength,

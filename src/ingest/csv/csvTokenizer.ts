@@ -28,6 +28,7 @@ export interface SimpleRecordsOffer {
   buf: Buffer;
   /** Input ends here (buf may go on past it). */
   end: number;
+  /** Where to start; on return, where the sink stopped. */
   pos: number;
   /** Records must start before this (a parse range's end), or Infinity. */
   stopAt: number;
@@ -58,10 +59,9 @@ export interface RecordSink {
    * Optional bulk path: takes the fast path's records (each one line, ending with an LF before
    * `offer.end`, no quote byte) from offer.buf[offer.pos..) for as long as it can, exactly as
    * `record` would take them one by one, and stops at the first it cannot (which then goes to
-   * `record`). Returns the records taken and leaves where it stopped in `simpleRecordsEnd`.
+   * `record`). Returns the records taken and leaves where it stopped in `offer.pos`.
    */
   takeSimpleRecords?(offer: SimpleRecordsOffer): number;
-  simpleRecordsEnd?: number;
 }
 
 const LF = 0x0a;
@@ -138,20 +138,21 @@ export class CsvTokenizer {
     let unescape = this.unescape;
     let nextQuote = this.nextQuote;
     const firstLine = line;
-    let bulkMisses = sink.takeSimpleRecords === undefined ? BULK_PATH_MAX_MISSES : 0;
+    const takeSimpleRecords = sink.takeSimpleRecords;
+    let bulkMisses = 0;
     while (pos < stopAt) {
-      if (bulkMisses < BULK_PATH_MAX_MISSES) {
+      if (takeSimpleRecords !== undefined && bulkMisses < BULK_PATH_MAX_MISSES) {
         const offer = this.offer;
         offer.buf = buf;
         offer.end = bounded.length;
         offer.pos = pos;
         offer.stopAt = stopAt;
         offer.line = line;
-        const taken = (sink.takeSimpleRecords as NonNullable<RecordSink['takeSimpleRecords']>).call(sink, offer);
+        const taken = takeSimpleRecords.call(sink, offer);
         if (taken === 0) bulkMisses++;
         else {
           bulkMisses = 0;
-          pos = sink.simpleRecordsEnd as number;
+          pos = offer.pos;
           line += taken;
           if (pos >= stopAt) break;
         }

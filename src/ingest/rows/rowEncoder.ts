@@ -69,7 +69,7 @@ const JSON_EXPANSION = 6;
 /** Fields a record may have on the native path (native/rowParse.h, ROW_PARSE_MAX_FIELDS). */
 const NATIVE_MAX_FIELDS = 256;
 /** Slots of the native layout (native/blockcodec.c, parseRows). */
-export const NATIVE_LAYOUT_SLOTS = 10;
+export const NATIVE_LAYOUT_SLOTS = 9;
 export const NATIVE_LAYOUT_DELIMITER = 0;
 export const NATIVE_LAYOUT_QUOTE = 1;
 export const NATIVE_LAYOUT_COMMENT = 2;
@@ -79,7 +79,6 @@ const NATIVE_LAYOUT_KEY_TYPE = 5;
 const NATIVE_LAYOUT_VALUE_DELIMITER = 6;
 const NATIVE_LAYOUT_FIXED_BYTES = 7;
 export const NATIVE_LAYOUT_SOURCE = 8;
-export const NATIVE_LAYOUT_BYTES_PER_ENTRY = 9;
 
 /** An encoder's rows as native/rowParse.c encodes them: the layout slots and the value fields. */
 export interface NativeRowLayout {

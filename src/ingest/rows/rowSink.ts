@@ -95,8 +95,6 @@ export class RowSink implements RecordSink {
   private encoder: RowEncoder | null;
   /** The encoder's rows on the native fast path (SortBuffer.parseRows), or null when it has none. */
   private nativeRows: NativeRowLayout | null = null;
-  /** After takeSimpleRecords: the input position it stopped at. */
-  simpleRecordsEnd = 0;
 
   constructor(
     private readonly plan: LayoutPlan,
@@ -136,7 +134,7 @@ export class RowSink implements RecordSink {
     layout[NATIVE_LAYOUT_COMMENT] = offer.comment;
     layout[NATIVE_LAYOUT_SOURCE] = this.source;
     const taken = this.buffer.parseRows(offer.buf, offer.end, offer.stopAt, offer.pos, offer.line, rows);
-    this.simpleRecordsEnd = this.buffer.parsedUpTo;
+    offer.pos = this.buffer.parsedUpTo;
     this.rows += taken;
     return taken;
   }

@@ -30,7 +30,7 @@
 import { assert } from '../../util/errors';
 import { BufferRegion } from '../csv/csvReader';
 import { nativeBlockCodec } from '../../sstable/nativeBlockCodec';
-import { NATIVE_LAYOUT_BYTES_PER_ENTRY, NativeRowLayout } from '../rows/rowEncoder';
+import { NativeRowLayout } from '../rows/rowEncoder';
 
 /** Bytes of typed-array state per entry slot: offset, keyLength, valueLength, source (4 each), line (8), six radix columns (4 each), two length classes (1 each). */
 export const SORT_BYTES_PER_ENTRY = 4 * 4 + 8 + 6 * 4 + 2;
@@ -82,7 +82,7 @@ export class SortBuffer {
   private classScratch: Uint8Array;
   /** After parseRows: the input position it stopped at. */
   parsedUpTo = 0;
-  /** parseRows' in/out state [pos, line, count, used] and its limits [arenaStart, memoryLimitBytes]. */
+  /** parseRows' in/out state [pos, line, count, used] and its limits [arenaStart, memoryLimitBytes, bytesPerEntry]. */
   private readonly parseState = new Float64Array(4);
   private readonly parseLimits: Float64Array;
   /** All of the columns above: one allocation. */
@@ -102,7 +102,7 @@ export class SortBuffer {
     );
     this.memoryLimitBytes = memoryLimitBytes;
     this.arenaStart = windowBytes + chunkBytes;
-    this.parseLimits = Float64Array.of(this.arenaStart, memoryLimitBytes);
+    this.parseLimits = Float64Array.of(this.arenaStart, memoryLimitBytes, SORT_BYTES_PER_ENTRY);
     this.used = this.arenaStart;
     this.arena = Buffer.allocUnsafe(this.arenaStart + Math.min(memoryLimitBytes, MAX_ARENA_BYTES - this.arenaStart));
     const slots = Math.floor(memoryLimitBytes / (SORT_BYTES_PER_ENTRY + MIN_ENTRY_BYTES));
@@ -210,7 +210,6 @@ export class SortBuffer {
     state[1] = line;
     state[2] = this.count;
     state[3] = this.used;
-    rows.layout[NATIVE_LAYOUT_BYTES_PER_ENTRY] = SORT_BYTES_PER_ENTRY;
     const taken = codec.parseRows(
       src,
       end,
