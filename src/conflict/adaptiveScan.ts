@@ -19,19 +19,27 @@
  * - The first chunk runs `first`; then one small chunk of the other strategy (an exploration), so
  *   both have a cost per key; the preferred strategy is the one with the lower estimate, and a
  *   switch needs the other to be SWITCH_MARGIN cheaper (no flapping between near-equals). An
- *   unconfident first choice runs a first chunk as short as an exploration (a wrong guess costs
- *   little); a confident one (FirstChoice.confident) is not explored until the time budget below
- *   allows, so a scan of a few hundred microseconds is not taxed by a forced exploration.
- * - The preferred strategy's estimate is the median of its last few chunks (a pause of the
- *   process inflates one chunk, not three); the other's is its latest exploration.
+ *   unconfident first choice runs a first chunk as short as an exploration and as bounded in time
+ *   (a wrong guess costs little); a confident one (FirstChoice.confident) runs full chunks and is
+ *   not explored until the time budget below allows, so a scan of a few hundred microseconds is
+ *   not taxed by a forced exploration.
+ * - A strategy's estimate is the lowest cost per key of its last few chunks: disturbances (a
+ *   pause of the process, caches gone cold) only ever add time, so one disturbed chunk does not
+ *   make the scan switch to the slower strategy.
+ * - An exploration's estimate leaves out its first stride (and a seek's catch-up, below): right
+ *   after the other strategy held the CPU caches, its first keys pay for entering its blocks and
+ *   code again, once per switch; counted per key, that made a short exploration read 2-10x the
+ *   strategy's steady cost. Its time limit runs from the end of that stride.
  * - Explorations repeat, so that a change in density is noticed, but only after the preferred
  *   strategy has covered a growing number of keys since the last (MIN_KEYS_BETWEEN_EXPLORATIONS), and only while the
  *   time spent exploring stays within EXPLORE_SHARE of the scan: a strategy eight times slower is
  *   explored eight times less often, and exploring costs a few percent at most whatever the ratio.
+ *   The budget counts what coming back costs too: the time the chunk after an exploration takes
+ *   beyond its strategy's estimate (StrategyChooser.returnCostMs).
  * - A seek chunk after point lookups starts with the engine iterator behind the SST key: its first
  *   step (catching up: one full seek, SeekCursor.catchUp, so its cost is bounded however far the
  *   lookups went) is a cost of switching, not of seeking, and is left out of the seek estimate (it
- *   is still counted in the exploration budget).
+ *   is counted in the exploration budget, as part of the exploration or of coming back from one).
  * - Seek chunks are bounded in interleaving steps, and the SST keys they covered (skipped spans
  *   included) are estimated from the SST iterator's position (SstRunIterator.approximateOrdinal);
  *   get chunks count their keys exactly.
@@ -76,7 +84,7 @@ export const SWITCH_MARGIN = 0.9;
  * over fewer keys than the gap cannot cost much.
  */
 export const MIN_KEYS_BETWEEN_EXPLORATIONS = { first: 256, last: 4096 };
-/** Samples kept per strategy; the preferred one's estimate is their median. */
+/** Samples kept per strategy; its estimate is their lowest. */
 const SAMPLES_KEPT = 3;
 
 /** The first chunk's strategy, and whether its rule is far enough from its threshold to be trusted. */
@@ -126,11 +134,25 @@ interface ChunkPlan {
   /** SST keys (get) or interleaving steps (seek). */
   size: number;
   exploring: boolean;
+  /** Run as an exploration is (see ChunkLimit): explorations, and an unconfident first chunk. */
+  probe: boolean;
 }
 
-/** How long a chunk may run: explorations EXPLORE_MAX_MS (checked per stride), others unbounded. */
-function timeLimit(plan: ChunkPlan): { maxMs: number; stride: number } {
-  return plan.exploring ? { maxMs: EXPLORE_MAX_MS, stride: EXPLORE_STRIDE[plan.strategy] } : { maxMs: Infinity, stride: plan.size };
+/**
+ * How a chunk runs: a probe (an exploration, or the unconfident first chunk) in strides, the first
+ * a warm-up left out of the estimate, the rest until EXPLORE_MAX_MS has passed after it; other
+ * chunks in one go, unbounded in time.
+ */
+interface ChunkLimit {
+  maxMs: number;
+  stride: number;
+  warmUp: boolean;
+}
+
+function chunkLimit(plan: ChunkPlan): ChunkLimit {
+  return plan.probe
+    ? { maxMs: EXPLORE_MAX_MS, stride: EXPLORE_STRIDE[plan.strategy], warmUp: true }
+    : { maxMs: Infinity, stride: plan.size, warmUp: false };
 }
 
 /** Runs the adaptive scan; see the module comment. */
@@ -160,7 +182,7 @@ function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbItera
     let last: ScanStrategy | null = null;
     while (!cursor.done) {
       const plan = chooser.plan();
-      const limit = timeLimit(plan);
+      const limit = chunkLimit(plan);
       const chunk =
         plan.strategy === 'get' ? timeLookups(lookups, plan.size, limit, clockMs) : timeSeeks(cursor, sst, plan.size, last, limit, clockMs);
       if (plan.strategy === 'get') getKeys += chunk.keys;
@@ -176,24 +198,50 @@ function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbItera
   }
 }
 
-/** A chunk's measurement: SST keys covered, its whole time, and the time its estimate uses. */
+/**
+ * A chunk's measurement: SST keys covered and its whole time (for the exploration budget), and
+ * the keys and time its estimate uses: an exploration leaves out its catch-up and its first
+ * stride, which pay for entering the other strategy's blocks and code after the preferred one
+ * held the caches (a cost of switching, once, not of each key).
+ */
 interface ChunkTiming {
   keys: number;
   totalMs: number;
+  estimateKeys: number;
   estimateMs: number;
 }
 
-function timeLookups(lookups: PointLookups, keys: number, limit: { maxMs: number; stride: number }, clockMs: () => number): ChunkTiming {
+/** Where a chunk's estimate starts: after its warm-up stride when exploring, else at once. */
+interface EstimateStart {
+  keys: number;
+  ms: number;
+}
+
+function timeLookups(lookups: PointLookups, keys: number, limit: ChunkLimit, clockMs: () => number): ChunkTiming {
   const t0 = clockMs();
   let looked = 0;
   let now = t0;
+  let start: EstimateStart | null = limit.warmUp ? null : { keys: 0, ms: t0 };
   while (looked < keys) {
     const n = lookups.lookUp(Math.min(limit.stride, keys - looked));
     looked += n;
     now = clockMs();
-    if (n === 0 || now - t0 >= limit.maxMs) break;
+    if (n === 0) break;
+    if (start === null) start = { keys: looked, ms: now };
+    else if (now - start.ms >= limit.maxMs) break;
   }
-  return { keys: looked, totalMs: now - t0, estimateMs: now - t0 };
+  return chunkTiming(looked, t0, now, start);
+}
+
+/** The chunk's timing; a chunk that ended within its warm-up stride is estimated whole. */
+function chunkTiming(keys: number, t0: number, now: number, start: EstimateStart | null): ChunkTiming {
+  const useStart = start !== null && keys - start.keys >= 1;
+  return {
+    keys,
+    totalMs: now - t0,
+    estimateKeys: useStart ? keys - start.keys : keys,
+    estimateMs: useStart ? now - start.ms : now - t0,
+  };
 }
 
 /** Runs a seek chunk of `steps` steps; after point lookups its first (catch-up) step is timed apart. */
@@ -202,7 +250,7 @@ function timeSeeks(
   sst: SstRunIterator,
   steps: number,
   last: ScanStrategy | null,
-  limit: { maxMs: number; stride: number },
+  limit: ChunkLimit,
   clockMs: () => number,
 ): ChunkTiming {
   const t0 = clockMs();
@@ -211,24 +259,28 @@ function timeSeeks(
     cursor.catchUp();
     stepsRun = 1;
   }
-  const t1 = clockMs();
   const ordinalBefore = sst.approximateOrdinal();
+  const t1 = clockMs();
+  let start: EstimateStart | null = limit.warmUp ? null : { keys: 0, ms: t1 };
   let now = t1;
   while (stepsRun < steps && !cursor.done) {
     const n = Math.min(limit.stride, steps - stepsRun);
     cursor.advance(n);
     stepsRun += n;
     now = clockMs();
-    if (now - t0 >= limit.maxMs) break;
+    if (start === null) start = { keys: sst.approximateOrdinal() - ordinalBefore, ms: now };
+    else if (now - start.ms >= limit.maxMs) break;
   }
   const covered = sst.approximateOrdinal() - ordinalBefore;
-  return { keys: covered, totalMs: now - t0, estimateMs: now - t1 };
+  const timing = chunkTiming(covered, t1, now, start);
+  return { ...timing, totalMs: now - t0 };
 }
 
 /** The per-chunk choice; see the module comment's policy. */
 class StrategyChooser {
   preferred: ScanStrategy;
-  private readonly samplesNsPerKey: Record<ScanStrategy, number[]> = { seek: [], get: [] };
+  /** Cost per SST key (nanoseconds) of each strategy's last SAMPLES_KEPT chunks. */
+  private readonly samples: Record<ScanStrategy, number[]> = { seek: [], get: [] };
   private totalMs = 0;
   private exploringMs = 0;
   /** Size of the next preferred chunk, as a multiple of the strategy's FIRST_CHUNK_SIZE. */
@@ -238,21 +290,27 @@ class StrategyChooser {
   private chunks = 0;
   private explorations = 0;
   private switches = 0;
+  /** The chunk just recorded was an exploration: the next pays for coming back (returnCostMs). */
+  private lastWasExploration = false;
   /** The first choice was confident: the first exploration too waits for the budget. */
   private readonly confident: boolean;
 
   constructor(first: FirstChoice) {
     this.preferred = first.strategy;
     this.confident = first.confident;
+    // A confident choice runs full chunks from the start: nothing is explored before the budget
+    // allows, so growing them would only add chunks (each a few microseconds of bookkeeping).
+    if (first.confident) this.chunkScale = MAX_CHUNK_SIZE / FIRST_CHUNK_SIZE[first.strategy];
   }
 
   plan(): ChunkPlan {
     const other = otherThan(this.preferred);
-    if (this.shouldExplore(other)) return { strategy: other, size: EXPLORE_SIZE[other], exploring: true };
-    // An unconfident first chunk is as short as an exploration: the other is measured next.
-    const firstSize = this.chunks === 0 && !this.confident ? EXPLORE_SIZE[this.preferred] : FIRST_CHUNK_SIZE[this.preferred];
-    const size = Math.min(MAX_CHUNK_SIZE, firstSize * this.chunkScale);
-    return { strategy: this.preferred, size, exploring: false };
+    if (this.shouldExplore(other)) return { strategy: other, size: EXPLORE_SIZE[other], exploring: true, probe: true };
+    // An unconfident first chunk is as short as an exploration (and as bounded in time): the
+    // other is measured next.
+    if (this.chunks === 0 && !this.confident) return { strategy: this.preferred, size: EXPLORE_SIZE[this.preferred], exploring: false, probe: true };
+    const size = Math.min(MAX_CHUNK_SIZE, FIRST_CHUNK_SIZE[this.preferred] * this.chunkScale);
+    return { strategy: this.preferred, size, exploring: false, probe: false };
   }
 
   record(plan: ChunkPlan, chunk: ChunkTiming): void {
@@ -263,13 +321,15 @@ class StrategyChooser {
       this.explorations++;
       this.keysSinceExploration = 0;
     } else {
+      if (this.lastWasExploration) this.exploringMs += this.returnCostMs(plan.strategy, chunk);
       this.keysSinceExploration += chunk.keys;
       if (FIRST_CHUNK_SIZE[plan.strategy] * this.chunkScale < MAX_CHUNK_SIZE) this.chunkScale *= 2;
     }
+    this.lastWasExploration = plan.exploring;
     // A chunk that covered under one key (the run ended at once) says nothing per key.
-    if (chunk.keys >= 1) {
-      const samples = this.samplesNsPerKey[plan.strategy];
-      samples.push((chunk.estimateMs * 1e6) / chunk.keys);
+    if (chunk.estimateKeys >= 1) {
+      const samples = this.samples[plan.strategy];
+      samples.push((chunk.estimateMs * 1e6) / chunk.estimateKeys);
       if (samples.length > SAMPLES_KEPT) samples.shift();
     }
     const mine = this.estimateNsPerKey(this.preferred);
@@ -280,6 +340,19 @@ class StrategyChooser {
       this.keysSinceExploration = 0;
       this.chunkScale = 1;
     }
+  }
+
+  /**
+   * What coming back from an exploration cost the chunk after it: its time beyond its strategy's
+   * estimate (a seek's catch-up, blocks and code the exploration pushed out of the caches).
+   * Charged to the exploration budget: measured on the grid's 1000-key cells, the seek chunk
+   * after each point-lookup exploration took about 50 us more than the others, several times the
+   * exploration itself, so a budget of explorations alone spent about four times its share.
+   */
+  private returnCostMs(s: ScanStrategy, chunk: ChunkTiming): number {
+    const estimate = this.estimateNsPerKey(s);
+    if (estimate === null) return 0;
+    return Math.max(0, chunk.totalMs - (estimate * chunk.keys) / 1e6);
   }
 
   summary(): Pick<AdaptiveScanStats, 'chunks' | 'explorations' | 'switches' | 'seekCostPerKeyNs' | 'getCostPerKeyNs'> {
@@ -296,14 +369,20 @@ class StrategyChooser {
     };
   }
 
-  /** The preferred strategy: median of its recent chunks; the other: its latest exploration. */
+  /**
+   * A strategy's estimate: the lowest cost per key of its last few chunks. What disturbs a chunk
+   * only ever adds time (a collector pause, a descheduled thread, blocks or code gone cold after
+   * the other strategy ran), so the lowest recent figure is the one nearest its steady cost; a
+   * median of chunks that grow (32, 64, 128 keys) let the largest decide, and one disturbed chunk
+   * made the scan switch to the slower strategy and stay there. A strategy that became dearer
+   * shows it within SAMPLES_KEPT chunks; one that became cheaper at its next exploration.
+   */
   private estimateNsPerKey(s: ScanStrategy): number | null {
-    const samples = this.samplesNsPerKey[s];
+    const samples = this.samples[s];
     if (samples.length === 0) return null;
-    if (s !== this.preferred) return samples[samples.length - 1];
-    const sorted = [...samples].sort((a, b) => a - b);
-    // With two samples, the lower: a pause only ever inflates a chunk.
-    return sorted.length === 2 ? sorted[0] : sorted[sorted.length >> 1];
+    let lowest = samples[0];
+    for (const x of samples) if (x < lowest) lowest = x;
+    return lowest;
   }
 
   /**

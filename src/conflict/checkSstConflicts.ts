@@ -30,6 +30,7 @@
 import { Engine, Snapshot } from '../engine/engine';
 import { perf } from '../base/perfContext';
 import { BlockCache } from '../sstable/reader/blockCache';
+import { nativeBlockCodec } from '../sstable/nativeBlockCodec';
 import { IngestError } from '../util/errors';
 import { SliceOptions, Sliced, runSliced, runSlicedSync } from '../util/slices';
 import { ConflictCollector } from './collector';
@@ -85,7 +86,8 @@ export interface CheckSstConflictsOptions {
 
 interface StrategyChoice {
   strategy: ScanStrategy;
-  reason: string;
+  /** summary.strategyReason, built once the scan is done (its text is not the scan's cost). */
+  describe: () => string;
   engineBytesInSpan: number | null;
   /** What the adaptive scan did (auto only, once the SSTs hold keys). */
   adaptive: AdaptiveScanStats | null;
@@ -124,18 +126,30 @@ export function checkSstRunConflicts(engine: Engine, run: SstRun, opts: CheckSst
   return runSlicedSync(conflictCheckSlices(engine, run, opts, new ScanMeter()));
 }
 
+/** The scanning thread's own CPU clock, seconds; null without the native addon or the clock. */
+const threadCpuSeconds = loadThreadClock();
+
+function loadThreadClock(): (() => number) | null {
+  const codec = nativeBlockCodec;
+  if (codec === null || codec.threadCpuSeconds() < 0) return null;
+  return () => codec.threadCpuSeconds();
+}
+
 /**
- * What the scan itself costs, its slices only: key comparisons (perf context), wall and CPU
- * time, paused while other work has the event loop.
+ * What the scan itself costs, its slices only: key comparisons (perf context), wall time,
+ * process CPU time and the scanning thread's CPU time, paused while other work has the event loop.
  */
 class ScanMeter {
   keyComparisons = 0;
   seconds = 0;
   cpuSeconds = 0;
+  /** Null when the thread clock is unavailable. */
+  threadCpuSeconds: number | null = threadCpuSeconds === null ? null : 0;
   private running = false;
   private comparisonsAt = 0;
   private wallAtMs = 0;
   private cpuAt: NodeJS.CpuUsage = { user: 0, system: 0 };
+  private threadCpuAt = 0;
 
   start(): void {
     this.running = true;
@@ -148,6 +162,7 @@ class ScanMeter {
     this.seconds += (performance.now() - this.wallAtMs) / 1000;
     const cpu = process.cpuUsage(this.cpuAt);
     this.cpuSeconds += (cpu.user + cpu.system) / 1e6;
+    if (threadCpuSeconds !== null && this.threadCpuSeconds !== null) this.threadCpuSeconds += threadCpuSeconds() - this.threadCpuAt;
   }
 
   resume(): void {
@@ -163,6 +178,7 @@ class ScanMeter {
     this.comparisonsAt = perf.keyComparisons;
     this.wallAtMs = performance.now();
     this.cpuAt = process.cpuUsage();
+    if (threadCpuSeconds !== null) this.threadCpuAt = threadCpuSeconds();
   }
 }
 
@@ -176,7 +192,7 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
     const collector = new ConflictCollector(maxReported, opts.collectConflictingKeys === true);
     let choice: StrategyChoice = {
       strategy: requested === 'get' ? 'get' : 'seek',
-      reason: 'the SSTs hold no keys',
+      describe: () => 'the SSTs hold no keys',
       engineBytesInSpan: null,
       adaptive: null,
     };
@@ -188,13 +204,13 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
       if (requested === 'auto') {
         ({ choice, emptySpan } = yield* scanAuto(input, trySeekUsingNext, opts.adaptiveClockMs));
       } else {
-        choice = { strategy: requested, reason: `requested (--conflict-strategy ${requested})`, engineBytesInSpan: null, adaptive: null };
+        choice = { strategy: requested, describe: () => `requested (--conflict-strategy ${requested})`, engineBytesInSpan: null, adaptive: null };
         emptySpan = requested === 'seek' ? yield* scanBySeeking(input, { trySeekUsingNext }) : yield* scanByGets(input);
       }
       meter.stop();
       resolveExistingSeqs(engine, snapshot, collector);
     }
-    const { keyComparisons, seconds: scanSeconds, cpuSeconds: scanCpuSeconds } = meter;
+    const { keyComparisons, seconds: scanSeconds, cpuSeconds: scanCpuSeconds, threadCpuSeconds: scanThreadCpuSeconds } = meter;
     const formatKey = opts.formatKey ?? showKey;
     const conflicts: ReportedConflict[] = collector.reported.map((c) => ({
       key: formatKey(c.key),
@@ -220,7 +236,7 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
         engineKeysVisited: collector.engineKeysVisited,
         strategy: choice.strategy,
         strategyRequested: requested,
-        strategyReason: choice.reason,
+        strategyReason: choice.describe(),
         trySeekUsingNext,
         emptySpan,
         engineBytesInSpan: choice.engineBytesInSpan,
@@ -229,6 +245,7 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
         keyComparisons,
         scanSeconds: Math.round(scanSeconds * 1e6) / 1e6,
         scanCpuSeconds: Math.round(scanCpuSeconds * 1e6) / 1e6,
+        scanThreadCpuSeconds: scanThreadCpuSeconds === null ? null : Math.round(scanThreadCpuSeconds * 1e6) / 1e6,
         conflictsReported: conflicts.length,
         maxReported,
       },
@@ -265,21 +282,26 @@ function* scanAuto(
   const { emptySpan, stats } = yield* scanAdaptively(input, { trySeekUsingNext, chooseFirst, clockMs });
   const firstChoice = first as ByteRuleChoice | null;
   if (emptySpan || stats === null || firstChoice === null) {
-    const reason = "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
-    return { choice: { strategy: 'seek', reason, engineBytesInSpan: null, adaptive: null }, emptySpan: true };
+    const describe = (): string => "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
+    return { choice: { strategy: 'seek', describe, engineBytesInSpan: null, adaptive: null }, emptySpan: true };
   }
   const strategy: ScanStrategy = stats.getKeys > stats.seekKeys ? 'get' : 'seek';
+  const describe = (): string => describeAdaptive(stats, input.run.totalEntries, firstChoice);
+  return { choice: { strategy, describe, engineBytesInSpan: firstChoice.engineBytesInSpan, adaptive: stats }, emptySpan: false };
+}
+
+function describeAdaptive(stats: AdaptiveScanStats, sstKeys: number, first: ByteRuleChoice): string {
   const cost = (ns: number | null): string => (ns === null ? 'not measured' : `~${ns} ns/key`);
-  const reason =
-    `adaptive: point lookups for ${stats.getKeys} of ${input.run.totalEntries} SST keys, interleaved seeks for the rest ` +
+  return (
+    `adaptive: point lookups for ${stats.getKeys} of ${sstKeys} SST keys, interleaved seeks for the rest ` +
     `(last estimates: get ${cost(stats.getCostPerKeyNs)}, seek ${cost(stats.seekCostPerKeyNs)}; ` +
-    `${stats.switches} switch(es), ${stats.explorations} exploration(s) in ${stats.chunks} chunks); started with ${firstChoice.reason}`;
-  return { choice: { strategy, reason, engineBytesInSpan: firstChoice.engineBytesInSpan, adaptive: stats }, emptySpan: false };
+    `${stats.switches} switch(es), ${stats.explorations} exploration(s) in ${stats.chunks} chunks); started with ${describeByteRule(first)}`
+  );
 }
 
 interface ByteRuleChoice extends FirstChoice {
-  reason: string;
   engineBytesInSpan: number;
+  sstBytes: number;
 }
 
 /**
@@ -293,11 +315,13 @@ function chooseByBytes(engine: Engine, run: SstRun, upperBound: Buffer): ByteRul
   const confident = get
     ? engineBytes > AUTO_GET_RATIO * AUTO_CONFIDENT_FACTOR * sstBytes
     : engineBytes * AUTO_CONFIDENT_FACTOR < AUTO_GET_RATIO * sstBytes;
-  const relation = get ? `over ${AUTO_GET_RATIO}x` : `at most ${AUTO_GET_RATIO}x`;
-  return {
-    strategy: get ? 'get' : 'seek',
-    confident,
-    reason: `${get ? 'point lookups' : 'interleaved seeks'}, as the engine holds ~${engineBytes} table bytes in the SSTs' key range, ${relation} their ${sstBytes} bytes${confident ? ' (far from the threshold: explored only within the time budget)' : ''}`,
-    engineBytesInSpan: engineBytes,
-  };
+  return { strategy: get ? 'get' : 'seek', confident, engineBytesInSpan: engineBytes, sstBytes };
+}
+
+function describeByteRule(c: ByteRuleChoice): string {
+  const relation = c.strategy === 'get' ? `over ${AUTO_GET_RATIO}x` : `at most ${AUTO_GET_RATIO}x`;
+  return (
+    `${c.strategy === 'get' ? 'point lookups' : 'interleaved seeks'}, as the engine holds ~${c.engineBytesInSpan} table bytes ` +
+    `in the SSTs' key range, ${relation} their ${c.sstBytes} bytes${c.confident ? ' (far from the threshold: explored only within the time budget)' : ''}`
+  );
 }

@@ -87,6 +87,12 @@ export interface ConflictSummary {
   scanSeconds: number;
   /** CPU seconds (user + system, whole process) of the scan step: unlike scanSeconds, not inflated by a busy machine. */
   scanCpuSeconds: number;
+  /**
+   * CPU seconds of the thread that ran the scan step, alone: V8's background compiler and GC
+   * threads (working for whatever ran before, or after a deoptimization) are not counted, so
+   * this is the steadiest figure for comparing strategies. Null without the native addon.
+   */
+  scanThreadCpuSeconds: number | null;
   /** Conflicts listed in `conflicts` (at most maxReported). */
   conflictsReported: number;
   maxReported: number;

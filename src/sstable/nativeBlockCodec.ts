@@ -90,6 +90,11 @@ export interface NativeBlockCodec {
    */
   startWriteback(fd: number, offset: number, length: number): boolean;
   /**
+   * CPU seconds of the calling thread alone (CLOCK_THREAD_CPUTIME_ID), -1 where unavailable:
+   * unlike process.cpuUsage(), V8's background compiler and GC threads are not counted.
+   */
+  threadCpuSeconds(): number;
+  /**
    * SortBuffer.sort() natively (native/rowSort.c): sets order[0, count) to the entries in key
    * order, equal keys in entry order, using the scratch columns given and nothing else.
    */
@@ -179,6 +184,7 @@ function isNativeBlockCodec(m: unknown): m is NativeBlockCodec {
     typeof r.adviseHugePages === 'function' &&
     typeof r.releasePages === 'function' &&
     typeof r.startWriteback === 'function' &&
+    typeof r.threadCpuSeconds === 'function' &&
     typeof r.sortEntries === 'function' &&
     typeof r.gatherRun === 'function'
   );
