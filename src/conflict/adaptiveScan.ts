@@ -129,7 +129,7 @@ export interface AdaptiveScanResult {
   stats: AdaptiveScanStats | null;
 }
 
-interface ChunkPlan {
+export interface ChunkPlan {
   strategy: ScanStrategy;
   /** SST keys (get) or interleaving steps (seek). */
   size: number;
@@ -204,7 +204,7 @@ function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbItera
  * stride, which pay for entering the other strategy's blocks and code after the preferred one
  * held the caches (a cost of switching, once, not of each key).
  */
-interface ChunkTiming {
+export interface ChunkTiming {
   keys: number;
   totalMs: number;
   estimateKeys: number;
@@ -277,7 +277,7 @@ function timeSeeks(
 }
 
 /** The per-chunk choice; see the module comment's policy. */
-class StrategyChooser {
+export class StrategyChooser {
   preferred: ScanStrategy;
   /** Cost per SST key (nanoseconds) of each strategy's last SAMPLES_KEPT chunks. */
   private readonly samples: Record<ScanStrategy, number[]> = { seek: [], get: [] };
