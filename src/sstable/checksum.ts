@@ -15,7 +15,7 @@
  * event-loop turns after this module loads) that path falls back to @node-rs/xxhash, which
  * computes the same values.
  */
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../util/crc32c';
 import type { IHasher } from 'hash-wasm';
 import { nativeBlockCodec } from './nativeBlockCodec';
 import { onFirstUse } from '../util/onFirstUse';

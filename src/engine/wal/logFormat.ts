@@ -16,7 +16,7 @@
  * The CRC covers the type so a fragment cannot be reinterpreted as another kind, and it is
  * masked (see src/sstable/checksum.ts) because CRCs of data that itself embeds CRCs are weak.
  */
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../../util/crc32c';
 import { maskCrc } from '../../sstable/checksum';
 
 export const LOG_BLOCK_SIZE_BYTES = 32 * 1024;

@@ -24,7 +24,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { IngestError } from '../../util/errors';
 import { SstFileMetadata, SstFileWriter, SstFileWriterOptions, syncDirectory } from '../../sstwriter/sstFileWriter';
-import { RowOriginsWriter, originsPathFor } from '../../conflict/rowOrigins';
+import { RowOriginsWriter, originsPathFor } from '../../conflict/rowOriginsFile';
 import { crashPoint } from '../../util/crashPoints';
 
 /** A finished file under its temporary name. Plain data (crosses postMessage; Buffers arrive as Uint8Array). */
