@@ -107,7 +107,16 @@ const GRID_ENGINE_KEYS: readonly number[] = [1000, 10000, 100000];
 type GridLayout = 'compacted' | 'flushed';
 
 function parseArgs(argv: readonly string[]): Args {
-  const a: Args = { grid: true, peer: true, runs: 5, peerKeys: 1_000_000, json: false, keepDir: null, layout: 'compacted', engineKeys: [...GRID_ENGINE_KEYS] };
+  const a: Args = {
+    grid: true,
+    peer: true,
+    runs: 5,
+    peerKeys: 1_000_000,
+    json: false,
+    keepDir: null,
+    layout: 'compacted',
+    engineKeys: [...GRID_ENGINE_KEYS],
+  };
   const r = new ArgReader(argv);
   for (let flag = r.nextFlag(); flag !== null; flag = r.nextFlag()) {
     switch (flag) {

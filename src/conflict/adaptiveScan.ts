@@ -308,7 +308,8 @@ export class StrategyChooser {
     if (this.shouldExplore(other)) return { strategy: other, size: EXPLORE_SIZE[other], exploring: true, probe: true };
     // An unconfident first chunk is as short as an exploration (and as bounded in time): the
     // other is measured next.
-    if (this.chunks === 0 && !this.confident) return { strategy: this.preferred, size: EXPLORE_SIZE[this.preferred], exploring: false, probe: true };
+    if (this.chunks === 0 && !this.confident)
+      return { strategy: this.preferred, size: EXPLORE_SIZE[this.preferred], exploring: false, probe: true };
     const size = Math.min(MAX_CHUNK_SIZE, FIRST_CHUNK_SIZE[this.preferred] * this.chunkScale);
     return { strategy: this.preferred, size, exploring: false, probe: false };
   }

@@ -204,7 +204,12 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
       if (requested === 'auto') {
         ({ choice, emptySpan } = yield* scanAuto(input, trySeekUsingNext, opts.adaptiveClockMs));
       } else {
-        choice = { strategy: requested, describe: () => `requested (--conflict-strategy ${requested})`, engineBytesInSpan: null, adaptive: null };
+        choice = {
+          strategy: requested,
+          describe: () => `requested (--conflict-strategy ${requested})`,
+          engineBytesInSpan: null,
+          adaptive: null,
+        };
         emptySpan = requested === 'seek' ? yield* scanBySeeking(input, { trySeekUsingNext }) : yield* scanByGets(input);
       }
       meter.stop();

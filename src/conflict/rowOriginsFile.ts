@@ -148,4 +148,3 @@ export function readOriginsFile(path: string): OriginsFile {
   }
   return { sources, entryCount, data, firstEntryOffset: p, offset: p, ordinal: 0 };
 }
-

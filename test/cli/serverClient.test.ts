@@ -58,7 +58,15 @@ function comparable(stdout: string): unknown {
     // The resumable job of a --db import; an upload to a server is not resumable (the request is the unit).
     'resume',
   ]);
-  strip(d.check, ['scanSeconds', 'scanCpuSeconds', 'scanThreadCpuSeconds', 'keyComparisons', 'engineBytesInSpan', 'strategyReason', 'engineKeysVisited']);
+  strip(d.check, [
+    'scanSeconds',
+    'scanCpuSeconds',
+    'scanThreadCpuSeconds',
+    'keyComparisons',
+    'engineBytesInSpan',
+    'strategyReason',
+    'engineKeysVisited',
+  ]);
   strip(d.ingest, ['seconds', 'latchHeldSeconds', 'files', 'lastSequence', 'memtableFlushes']);
   // Nested measurements of the scan (an adaptive strategy's per-key costs) vary run to run.
   const check = d.check as Record<string, unknown> | undefined;
