@@ -211,7 +211,7 @@ export interface ChunkTiming {
   estimateMs: number;
 }
 
-/** Where a chunk's estimate starts: after its warm-up stride when exploring, else at once. */
+/** Where a chunk's estimate starts: after its warm-up stride for a probe, else at its start. */
 interface EstimateStart {
   keys: number;
   ms: number;
