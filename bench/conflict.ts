@@ -19,8 +19,9 @@
  *    any other next-instead-of-seek shortcut. CockroachDB checks an in-memory SST, so here the
  *    SST is read through a block cache kept across runs; each strategy warms up for
  *    WARMUP_SECONDS, then they run interleaved in batches (about 20 ms each) and the figure is
- *    the median per-scan CPU time of the scan step alone (the scanning thread's, see scanCpu), with the key comparisons of one scan
- *    (cells of a few microseconds a scan run TINY_ROUNDS_FACTOR times the rounds: see there).
+ *    the median per-scan CPU time of the scan step alone (the scanning thread's, see scanCpu),
+ *    with the key comparisons of one scan (cells of a few microseconds a scan run
+ *    TINY_ROUNDS_FACTOR times the rounds: see there).
  *    A fourth strategy, auto (adaptive, src/conflict/adaptiveScan.ts), runs in the same rounds: per
  *    cell its time is printed beside the faster of seek+next and get, with the ratio and the share
  *    of SST keys it classified by point lookups; at the end, the worst ratio over the grid

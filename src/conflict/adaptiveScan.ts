@@ -230,17 +230,20 @@ function timeLookups(lookups: PointLookups, keys: number, limit: ChunkLimit, clo
     if (start === null) start = { keys: looked, ms: now };
     else if (now - start.ms >= limit.maxMs) break;
   }
-  return chunkTiming(looked, t0, now, start);
+  return chunkTiming(looked, t0, t0, now, start);
 }
 
-/** The chunk's timing; a chunk that ended within its warm-up stride is estimated whole. */
-function chunkTiming(keys: number, t0: number, now: number, start: EstimateStart | null): ChunkTiming {
+/**
+ * The timing of a chunk that began at t0 and whose own work (after a seek's catch-up) began at
+ * workStart; one that ended within its warm-up stride is estimated over all of that work.
+ */
+function chunkTiming(keys: number, t0: number, workStart: number, now: number, start: EstimateStart | null): ChunkTiming {
   const useStart = start !== null && keys - start.keys >= 1;
   return {
     keys,
     totalMs: now - t0,
     estimateKeys: useStart ? keys - start.keys : keys,
-    estimateMs: useStart ? now - start.ms : now - t0,
+    estimateMs: useStart ? now - start.ms : now - workStart,
   };
 }
 
@@ -271,9 +274,7 @@ function timeSeeks(
     if (start === null) start = { keys: sst.approximateOrdinal() - ordinalBefore, ms: now };
     else if (now - start.ms >= limit.maxMs) break;
   }
-  const covered = sst.approximateOrdinal() - ordinalBefore;
-  const timing = chunkTiming(covered, t1, now, start);
-  return { ...timing, totalMs: now - t0 };
+  return chunkTiming(sst.approximateOrdinal() - ordinalBefore, t0, t1, now, start);
 }
 
 /** The per-chunk choice; see the module comment's policy. */
@@ -380,10 +381,7 @@ export class StrategyChooser {
    */
   private estimateNsPerKey(s: ScanStrategy): number | null {
     const samples = this.samples[s];
-    if (samples.length === 0) return null;
-    let lowest = samples[0];
-    for (const x of samples) if (x < lowest) lowest = x;
-    return lowest;
+    return samples.length === 0 ? null : Math.min(...samples);
   }
 
   /**

@@ -127,7 +127,7 @@ export function checkSstRunConflicts(engine: Engine, run: SstRun, opts: CheckSst
 }
 
 /** The scanning thread's own CPU clock, seconds; null without the native addon or the clock. */
-const threadCpuSeconds = loadThreadClock();
+const threadCpuClock = loadThreadClock();
 
 function loadThreadClock(): (() => number) | null {
   const codec = nativeBlockCodec;
@@ -144,7 +144,7 @@ class ScanMeter {
   seconds = 0;
   cpuSeconds = 0;
   /** Null when the thread clock is unavailable. */
-  threadCpuSeconds: number | null = threadCpuSeconds === null ? null : 0;
+  threadCpuSeconds: number | null = threadCpuClock === null ? null : 0;
   private running = false;
   private comparisonsAt = 0;
   private wallAtMs = 0;
@@ -162,7 +162,7 @@ class ScanMeter {
     this.seconds += (performance.now() - this.wallAtMs) / 1000;
     const cpu = process.cpuUsage(this.cpuAt);
     this.cpuSeconds += (cpu.user + cpu.system) / 1e6;
-    if (threadCpuSeconds !== null && this.threadCpuSeconds !== null) this.threadCpuSeconds += threadCpuSeconds() - this.threadCpuAt;
+    if (threadCpuClock !== null && this.threadCpuSeconds !== null) this.threadCpuSeconds += threadCpuClock() - this.threadCpuAt;
   }
 
   resume(): void {
@@ -178,7 +178,7 @@ class ScanMeter {
     this.comparisonsAt = perf.keyComparisons;
     this.wallAtMs = performance.now();
     this.cpuAt = process.cpuUsage();
-    if (threadCpuSeconds !== null) this.threadCpuAt = threadCpuSeconds();
+    if (threadCpuClock !== null) this.threadCpuAt = threadCpuClock();
   }
 }
 

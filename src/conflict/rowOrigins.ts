@@ -22,9 +22,6 @@ import { SstRun } from './sstRun';
 import { RowSource } from './report';
 import { OriginsFile, originsPathFor, readOriginsFile } from './rowOriginsFile';
 
-export { originsPathFor, readOriginsFile, RowOriginsWriter } from './rowOriginsFile';
-export type { OriginsFile } from './rowOriginsFile';
-
 /**
  * sourceOf for checkSstConflicts over SSTs with origins files beside them. Files without one
  * answer undefined. Keep it open for the check, then close() it.
