@@ -5,8 +5,10 @@
  * same file (issue 16's Done-when).
  *
  * Default mode: for each of --sizes (1M and 10M rows), --runs runs of each side (3), alternating
- * (ours into a new database, as the peer ingests into one: engine open, conflict check, checked
- * ingestion and close included; `--target output-dir` imports into an output directory instead)
+ * (ours is the command line a nightly script runs, `ingest import CSV --db DIR --json` with its
+ * defaults, a resumable job's checkpoints among them, into a new database as the peer ingests into
+ * one: engine open, conflict check, checked ingestion and close included; `--target output-dir`
+ * imports with --output-dir instead)
  * and alternating which goes first, each in its own process. Per side it prints the medians of
  * wall time (spawn to exit, as the parent sees it: start-up included for both), CPU time
  * (user + system of the whole process, every thread: ours from process.resourceUsage in the
@@ -412,7 +414,7 @@ function compareSize(a: Args, rows: number): SizeReport {
       const order: ('ours' | 'peer')[] = i % 2 === 0 ? ['ours', 'peer'] : ['peer', 'ours'];
       for (const side of order) {
         if (side === 'ours') {
-          const r = spawnOurs(csv, work, a, false, a.target);
+          const r = spawnOurs(csv, work, a, 'cli', a.target);
           ours.push(r.sample);
           oursPhases.push({ ...r.summary.phases, dbSeconds: r.summary.dbSeconds ?? null });
           threads = { parse: r.summary.parseThreads, merge: r.summary.mergeThreads, runs: r.summary.runs, files: r.files };
@@ -467,13 +469,13 @@ function formatSize(r: SizeReport): string[] {
   const runs = (xs: readonly ProcessSample[]): string => xs.map((x) => x.wallSeconds.toFixed(2)).join(', ');
   const out = [
     `${r.rows.toLocaleString('en-US')} trade rows (${(r.inputBytes / 1e6).toFixed(0)} MB), ${r.runs} runs each, alternating; load average ${r.loadAverage.before} before, ${r.loadAverage.after} after`,
-    `  ingest import${r.into === 'db' ? ' (into a new database)' : ' (into an output directory)'}`,
+    `  ingest import${r.into === 'db' ? ' --db (a new database)' : ' --output-dir'}, the command line with its defaults (resumable)`,
     `                 median ${s(r.medians.ours)}   (wall per run ${runs(r.ours)}; ${r.oursThreads.parse} parse / ${r.oursThreads.merge} merge threads, ${r.oursThreads.runs} runs, ${r.oursThreads.files} files)`,
   ];
   const ph = r.oursPhases.map(
     (p) =>
       `parse ${p.parseSeconds}s merge+write ${p.mergeSeconds}s publish ${p.publishSeconds}s` +
-      (p.dbSeconds === null ? '' : ` db open+check+ingest+close ${p.dbSeconds}s`),
+      (p.dbSeconds === null ? '' : ` outside the phases (start-up, db open+check+ingest+close) ${p.dbSeconds}s`),
   );
   out.push(`                 phases per run: ${ph.join(' | ')}`);
   if (typeof r.peer === 'string') out.push(`  C++ peer       ${r.peer}`);
@@ -542,15 +544,20 @@ async function classicComparison(a: Args, rows: number, ours: SizeReport): Promi
 }
 
 /**
- * One import in a child process (its own peak RSS), with or without the resumable job's
- * checkpoints: its summary, and the process as the parent saw it (wall from spawn to exit,
+ * How the child imports (bench/import-child.ts): the library with or without the resumable job's
+ * checkpoints, or the command line as a user runs it (its defaults: resumable).
+ */
+type ChildMode = 'resume' | 'plain' | 'cli';
+
+/**
+ * One import in a child process (its own peak RSS), in `mode`: its summary, and the process as the parent saw it (wall from spawn to exit,
  * start-up included, as for the peer; CPU and peak RSS from the child's process.resourceUsage).
  */
 function spawnOurs(
   csv: string,
   work: string,
   a: Args,
-  resume: boolean,
+  mode: ChildMode,
   target: 'db' | 'output' = 'output',
 ): { summary: ImportSummary & { dbSeconds?: number }; files: number; sample: ProcessSample } {
   const out = path.join(work, 'ours');
@@ -567,7 +574,7 @@ function spawnOurs(
       opt(a.threads),
       opt(a.mergeThreads),
       a.compression,
-      resume ? 'resume' : 'plain',
+      mode,
       target,
     ],
     { encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'inherit'] },
@@ -582,7 +589,7 @@ function spawnOurs(
 
 /** One import in a child process, with or without checkpoints (--resume-overhead). */
 function runOursOnce(csv: string, work: string, a: Args, resume: boolean): ImportSummary {
-  return spawnOurs(csv, work, a, resume).summary;
+  return spawnOurs(csv, work, a, resume ? 'resume' : 'plain').summary;
 }
 
 function median(xs: readonly number[]): number {

@@ -76,7 +76,8 @@ export type { TableReaderOptions, TableEntry, RangeTombstone } from './sstable/r
 export { CompressionType } from './sstable/compression';
 export { ChecksumType } from './sstable/checksum';
 
-export { IngestServer, DEFAULT_HOST, DEFAULT_PORT } from './server/server';
+export { IngestServer } from './server/server';
+export { DEFAULT_HOST, DEFAULT_PORT } from './server/limits';
 export type { ServeOptions } from './server/server';
 export { DEFAULT_LIMITS } from './server/limits';
 export type { ServerLimits } from './server/limits';

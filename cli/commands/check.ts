@@ -33,8 +33,7 @@ import {
 } from './importOptions';
 import { runInterruptible } from './interrupt';
 import { withFinalEvent } from './progressEvents';
-import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
-import { runRemoteImport } from './importRemote';
+import { SERVER_OPTIONS, TargetOptions, dbDirOf, remoteImport } from './serverTarget';
 import { IngestError } from '../../src/util/errors';
 
 interface CheckCliOptions extends ConflictCheckCliOptions, ImportCliOptions {
@@ -61,7 +60,7 @@ export function registerCheckCommand(program: Command): void {
   cmd.action((inputs: string[], o: Omit<CheckCliOptions, 'db'> & TargetOptions) => {
     const dir = dbDirOf(o, 'check');
     if (dir === null && o.outputDir !== undefined) throw new IngestError('USAGE', 'check: --output-dir goes with --db, not --server');
-    return dir === null ? runRemoteImport(inputs, o, 'check') : runCheck(inputs, { ...o, db: dir });
+    return dir === null ? remoteImport().runRemoteImport(inputs, o, 'check') : runCheck(inputs, { ...o, db: dir });
   });
 }
 

@@ -47,7 +47,7 @@ import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/ba
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec, KeyFields } from './dbText';
 import { TargetOptions, dbDirOf, withServer } from './serverTarget';
-import { ServerClient } from '../../src/server/client';
+import type { ServerClient } from '../../src/server/client';
 import { StatsReport } from '../../src/engine/statsReport';
 
 interface CommonOptions extends TargetOptions {

@@ -39,8 +39,7 @@ import {
   toImportOptions,
 } from './importOptions';
 import { withFinalEvent } from './progressEvents';
-import { SERVER_OPTIONS, TargetOptions } from './serverTarget';
-import { runRemoteImport } from './importRemote';
+import { SERVER_OPTIONS, TargetOptions, remoteImport } from './serverTarget';
 import { runDbImport } from './importDb';
 import { runInterruptible } from './interrupt';
 
@@ -101,7 +100,7 @@ export function registerImportCommand(program: Command): void {
     if (o.server !== undefined) {
       if (o.db !== undefined || o.outputDir !== undefined)
         throw new IngestError('USAGE', 'import: --server goes without --db and --output-dir');
-      return runRemoteImport(inputs, o, mode);
+      return remoteImport().runRemoteImport(inputs, o, mode);
     }
     if (o.tokenFile !== undefined) throw new IngestError('USAGE', 'import: --token-file goes with --server');
     if (o.db !== undefined) return runDbImport(inputs, { ...o, db: o.db }, mode);
@@ -130,6 +129,7 @@ export async function runImportToDir(inputs: string[], o: ImportCliOptions & Res
       resume: true,
       restart: o.resume === false,
       diskQuotaBytes: diskQuotaOf(o),
+      stepCheckpointsFromInputBytes: stepCheckpointsOf(o),
     });
     const summary = await runInterruptible(job, abandonedMessage(true, inputs, outputDir, 'import abandoned, nothing written'));
     if (o.json === true) process.stdout.write(`${JSON.stringify(summary)}\n`);
@@ -146,6 +146,11 @@ export async function runImportToDir(inputs: string[], o: ImportCliOptions & Res
 /** --disk-quota in bytes, or undefined. */
 export function diskQuotaOf(o: ResumeCliOptions): number | undefined {
   return o.diskQuota === undefined ? undefined : parseByteSize(o.diskQuota, '--disk-quota');
+}
+
+/** --step-checkpoints-from, in bytes (undefined: the library's default). */
+export function stepCheckpointsOf(o: ResumeCliOptions): number | undefined {
+  return o.stepCheckpointsFrom === undefined ? undefined : parseByteSize(o.stepCheckpointsFrom, '--step-checkpoints-from');
 }
 
 /** What Ctrl-C or SIGTERM says: a resumable import is kept for the next run of the same command. */

@@ -43,10 +43,9 @@ import {
   dbImportOptionsOf,
 } from './importOptions';
 import { withFinalEvent } from './progressEvents';
-import { abandonedMessage, diskQuotaOf } from './import';
+import { abandonedMessage, diskQuotaOf, stepCheckpointsOf } from './import';
 import { runInterruptible } from './interrupt';
-import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
-import { runRemoteImport } from './importRemote';
+import { SERVER_OPTIONS, TargetOptions, dbDirOf, remoteImport } from './serverTarget';
 
 export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, ResumeCliOptions {
   db: string;
@@ -70,7 +69,7 @@ export function registerPlanCommand(program: Command): void {
   ]);
   cmd.action((inputs: string[], o: Omit<DbImportCliOptions, 'db'> & TargetOptions) => {
     const dir = dbDirOf(o, 'plan');
-    return dir === null ? runRemoteImport(inputs, o, 'plan') : runDbImport(inputs, { ...o, db: dir }, 'plan');
+    return dir === null ? remoteImport().runRemoteImport(inputs, o, 'plan') : runDbImport(inputs, { ...o, db: dir }, 'plan');
   });
 }
 
@@ -92,7 +91,7 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
       mode,
       resume,
       restart: o.resume === false,
-      import: { ...options.import, progress, diskQuotaBytes: diskQuotaOf(o) },
+      import: { ...options.import, progress, diskQuotaBytes: diskQuotaOf(o), stepCheckpointsFromInputBytes: stepCheckpointsOf(o) },
     });
     const result = await runInterruptible(job, abandonedMessage(resume, inputs, o.db, 'import abandoned'));
     printImportResult(result, o, codec, false);

@@ -17,6 +17,7 @@ import { IngestError } from '../../src/util/errors';
 import { parseCompression, WRITABLE_COMPRESSION_NAMES } from '../../src/sstable/compression';
 import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions, ParserChoice } from '../../src/ingest/importer';
 import { DEFAULT_MEMORY_LIMIT_BYTES } from '../../src/ingest/memoryBudget';
+import { STEP_CHECKPOINTS_FROM_INPUT_BYTES } from '../../src/ingest/resume/jobSteps';
 import { KeySpec } from '../../src/ingest/rows/keySpec';
 import { DuplicatePolicy } from '../../src/ingest/sort/mergeToSsts';
 import { ValueFormat } from '../../src/ingest/rows/rowEncoder';
@@ -196,6 +197,10 @@ export const RESUME_OPTIONS: readonly OptionDef[] = [
     flags: '--disk-quota <size>',
     description: 'scratch space (runs and SSTs) the import may use; checked before parsing against the estimate and the free space',
   },
+  {
+    flags: '--step-checkpoints-from <size>',
+    description: `input size from which each parse range and SST is checkpointed; a smaller import is redone whole after a kill (default ${STEP_CHECKPOINTS_FROM_INPUT_BYTES >> 20}MiB; 0: always)`,
+  },
 ];
 
 /** Option values of PROGRESS_OPTION and RESUME_OPTIONS. */
@@ -203,6 +208,7 @@ export interface ResumeCliOptions {
   progress?: string;
   resume?: boolean;
   diskQuota?: string;
+  stepCheckpointsFrom?: string;
 }
 
 /** Option values of IMPORT_OPTIONS, plus the --json and --quiet every pipeline command has. */

@@ -12,8 +12,9 @@
  * Exit codes: 0 after a drain; 2 usage; 1 a locked database, a port in use, anything else.
  */
 import { Command } from 'commander';
-import { DEFAULT_HOST, DEFAULT_PORT, IngestServer } from '../../src/server/server';
-import { DEFAULT_LIMITS, ServerLimits } from '../../src/server/limits';
+import type { IngestServer } from '../../src/server/server';
+import { DEFAULT_HOST, DEFAULT_LIMITS, DEFAULT_PORT, ServerLimits } from '../../src/server/limits';
+import { onFirstUse } from '../../src/util/onFirstUse';
 import { readTokenFile } from '../../src/server/auth';
 import { IngestError } from '../../src/util/errors';
 import { parseByteSize } from './importOptions';
@@ -70,9 +71,12 @@ function untilSignalled(server: IngestServer): Promise<void> {
   });
 }
 
+/** The server's modules (fastify among them) load only for `ingest serve`, not for every command. */
+const serverModule = onFirstUse(() => require('../../src/server/server') as typeof import('../../src/server/server'));
+
 async function serveCommand(o: ServeCliOptions): Promise<void> {
   const port = integerOption(o.port, '--port', 0, 65535) ?? DEFAULT_PORT;
-  const server = await IngestServer.start({
+  const server = await serverModule().IngestServer.start({
     dbDir: o.db,
     host: o.host,
     port,

@@ -4,9 +4,19 @@
  * runs as a client of `ingest serve` (src/server/client.ts) and prints what it would with --db.
  */
 import { IngestError } from '../../src/util/errors';
-import { ServerClient } from '../../src/server/client';
+import { onFirstUse } from '../../src/util/onFirstUse';
+import type { ServerClient } from '../../src/server/client';
 import { readTokenFile } from '../../src/server/auth';
 import { OptionDef } from './importOptions';
+
+/**
+ * The client side of --server (the HTTP client, the uploads, their report printing: about 30 ms
+ * of modules at start-up) loads only when a command runs with --server: every command pays its
+ * modules' load before it does anything, and a nightly `ingest import --db` never needs these.
+ */
+const clientModule = onFirstUse(() => require('../../src/server/client') as typeof import('../../src/server/client'));
+/** cli/commands/importRemote.ts (import, plan and check with --server), on first use. */
+export const remoteImport = onFirstUse(() => require('./importRemote') as typeof import('./importRemote'));
 
 export interface TargetOptions {
   db?: string;
@@ -29,7 +39,7 @@ export function dbDirOf(o: TargetOptions, command: string): string | null {
 
 /** Runs `body` with a client of --server, closed afterwards. */
 export async function withServer<T>(o: TargetOptions, body: (client: ServerClient) => Promise<T>): Promise<T> {
-  const client = new ServerClient(o.server as string, o.tokenFile === undefined ? undefined : readTokenFile(o.tokenFile));
+  const client = new (clientModule().ServerClient)(o.server as string, o.tokenFile === undefined ? undefined : readTokenFile(o.tokenFile));
   try {
     return await body(client);
   } finally {

@@ -11,12 +11,12 @@
  */
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { parse } from 'csv-parse/sync';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
 import { TableReader } from '../../src/sstable/reader/tableReader';
 import { parseCompression, WRITABLE_COMPRESSION_NAMES } from '../../src/sstable/compression';
 import { parseChecksumType } from '../../src/sstable/checksum';
 import { IngestError } from '../../src/util/errors';
+import { onFirstUse } from '../../src/util/onFirstUse';
 import { sequenceOf, typeOf, userKeyOf, formatKey } from '../../src/base/internalKey';
 import { valueTypeName } from '../../src/base/valueTypeName';
 
@@ -49,6 +49,9 @@ interface WriteOptions {
   json?: boolean;
 }
 
+/** csv-parse's synchronous parser, for `sst write` alone. */
+const csvParseSync = onFirstUse(() => require('csv-parse/sync') as typeof import('csv-parse/sync'));
+
 function sstWrite(csvPath: string, opts: WriteOptions): void {
   if (opts.delimiter.length !== 1) throw new IngestError('USAGE', `--delimiter must be one character, got "${opts.delimiter}"`);
   let text: Buffer;
@@ -59,7 +62,7 @@ function sstWrite(csvPath: string, opts: WriteOptions): void {
   }
   let records: { record: string[]; info: { lines: number } }[];
   try {
-    records = parse(text, {
+    records = csvParseSync().parse(text, {
       delimiter: opts.delimiter,
       bom: true,
       relax_column_count: true,

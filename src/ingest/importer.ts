@@ -56,6 +56,7 @@ import { ImportJob, finishedJobFiles } from './resume/importJob';
 import { fingerprintInput, OptionsFingerprint } from './resume/fingerprint';
 import {
   ImportResumeSummary,
+  checkpointsSteps,
   mergeCheckpointOf,
   parallelMergeOf,
   parseResumeOf,
@@ -160,6 +161,13 @@ export interface ImportOptions {
   /** A job its caller opened (DbImport: the job directory is outputDir); the caller finishes or keeps it. */
   job?: ImportJob;
   /**
+   * A resumable import of at least this many input bytes checkpoints each parse range and each SST
+   * (a kill redoes one range or one SST per thread); a smaller one checkpoints only its merged SSTs,
+   * and a kill before that redoes it whole (default STEP_CHECKPOINTS_FROM_INPUT_BYTES; 0: always
+   * every step). --step-checkpoints-from.
+   */
+  stepCheckpointsFromInputBytes?: number;
+  /**
    * Scratch space the import may use (runs and SSTs, --disk-quota): checked against the estimate
    * and the free space before parsing, and as runs and SSTs are finished (src/ingest/diskSpace.ts).
    */
@@ -245,6 +253,11 @@ export class CsvImport {
   private runPrefix = 'run-';
   /** The resumable job, when there is one; `ownJob`: opened here (output-dir imports), so finished or kept here. */
   private job: ImportJob | null = null;
+  /**
+   * The job when its parse ranges and SSTs are checkpointed one by one (checkpointsSteps), else
+   * null: the parse and the merge then run as without a job, and only their end is recorded.
+   */
+  private stepJob: ImportJob | null = null;
   private ownJob = false;
   /** A failure a resume cannot mend (bad input, duplicates, usage): the job goes with the rest. */
   private definitiveFailure = false;
@@ -291,6 +304,7 @@ export class CsvImport {
     const setup = this.setUp();
     this.checkQuota(setup);
     this.openJob();
+    if (this.job !== null && checkpointsSteps(this.job, setup.totalInput, o.stepCheckpointsFromInputBytes)) this.stepJob = this.job;
     this.startMergeWorkersAhead(setup);
     this.prepareOutputDir(o.outputDir);
     this.prepareWorkDir();
@@ -470,7 +484,7 @@ export class CsvImport {
     const parallel =
       s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
     const threads = parallel ? requestedThreads : 0;
-    const job = this.job;
+    const job = this.stepJob;
     const stored = job !== null ? storedOutcome(job) : null;
     if (stored !== null) return stored;
     const resume = job !== null ? parseResumeOf(job, (e) => !isDefinitiveFailure(e)) : undefined;
@@ -505,10 +519,14 @@ export class CsvImport {
     const o = this.opts;
     let runs = outcome.runs;
     const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
-    const job = this.job;
     const mergeThreads = runs.length > 0 && runBytes > 0 ? this.mergeThreadsFor(runBytes) : 1;
     const maxFanIn = s.budget.mergeFanIn(mergeThreads);
-    if (job !== null && (job.state.phase === 'merged' || job.state.phase === 'ingesting')) return this.mergedEarlier(job, mergeThreads);
+    const whole = this.job;
+    if (whole !== null && (whole.state.phase === 'merged' || whole.state.phase === 'ingesting'))
+      return this.mergedEarlier(whole, mergeThreads);
+    const job = this.stepJob;
+    // Checkpointed at its end only: the SSTs a killed earlier attempt left unfinished go first.
+    if (whole !== null && job === null) removeUnfinishedTempFiles(o.outputDir, whole);
     while (runs.length > maxFanIn) {
       const group = runs.slice(0, maxFanIn);
       // A job keeps the group until the merged run is recorded: a kill meanwhile must find them.
@@ -531,7 +549,7 @@ export class CsvImport {
       s.progress.done();
     }
     this.written = written;
-    if (job !== null && !(merge.duplicateCount > 0 && s.policy === 'error')) recordMerged(job, o.outputDir, written, merge);
+    if (whole !== null && !(merge.duplicateCount > 0 && s.policy === 'error')) recordMerged(whole, o.outputDir, written, merge);
     if (merge.duplicateCount > 0 && s.policy === 'error') throw duplicateKeysError(merge, s.keySpec, locate);
     return { merge, written, mergeThreads: ranges.length > 1 ? ranges.length : 1 };
   }
@@ -608,7 +626,7 @@ export class CsvImport {
     rowsRead: number,
   ): Promise<{ merge: MergeResult; files: WrittenFile[] }> {
     const o = this.opts;
-    const job = this.job;
+    const job = this.stepJob;
     const quota = this.quota;
     let plans = ranges;
     let reporting: RangeReporting | null = null;
@@ -656,7 +674,7 @@ export class CsvImport {
     rowsRead: number,
   ): { merge: MergeResult; written: WrittenFile[] } {
     const o = this.opts;
-    const job = this.job;
+    const job = this.stepJob;
     this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, o.sstOptions ?? {}, rowOrigins);
     const earlier = job !== null ? job.state.merge.files.map(writtenFileOf) : [];
     let range: MergeRange | undefined;

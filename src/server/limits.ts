@@ -6,6 +6,10 @@
  * Keys travel in the URL path, which Node caps with the header size: maxHeaderBytes is sized so
  * a maximal key fits percent-encoded (3 characters a byte) with room for the rest of the request.
  */
+/** Where `ingest serve` listens unless told: loopback only (anything else needs a token). */
+export const DEFAULT_PORT = 7420;
+export const DEFAULT_HOST = '127.0.0.1';
+
 export interface ServerLimits {
   /** Largest key, in bytes, in a path, a batch or a scan bound. */
   maxKeyBytes: number;

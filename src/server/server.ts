@@ -25,7 +25,7 @@ import * as http from 'http';
 import { AddressInfo, Socket } from 'net';
 import { Engine, EngineOptions } from '../engine/engine';
 import { IngestError } from '../util/errors';
-import { DEFAULT_LIMITS, ServerLimits } from './limits';
+import { DEFAULT_HOST, DEFAULT_LIMITS, DEFAULT_PORT, ServerLimits } from './limits';
 import { TokenCheck } from './auth';
 import { ImportQueue } from './importQueue';
 import { HttpError, RETRY_AFTER_SECONDS, errorReplyOf } from './httpErrors';
@@ -35,8 +35,6 @@ import { statsRoute } from './routes/stats';
 import { parseQuery } from './urlBytes';
 import { removeServerRecord, writeServerRecord } from './serverRecord';
 
-export const DEFAULT_PORT = 7420;
-export const DEFAULT_HOST = '127.0.0.1';
 const MAX_QUERY_PARAMETERS = 64;
 
 export interface ServeOptions {

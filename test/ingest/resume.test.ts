@@ -29,7 +29,9 @@ function writeInput(file: string, rows = ROWS, seed = 11): void {
 }
 
 function importArgs(input: string, db: string, extra: string[] = []): string[] {
-  const settings = '--header --key id:int64 --threads 2 --memory-limit 8MiB --target-file-size 64KiB --json --quiet';
+  // Inputs far under --step-checkpoints-from's default would be checkpointed at their end only.
+  const settings =
+    '--header --key id:int64 --threads 2 --memory-limit 8MiB --target-file-size 64KiB --step-checkpoints-from 0 --json --quiet';
   return ['import', input, '--db', db, ...settings.split(' '), ...extra];
 }
 
@@ -76,6 +78,36 @@ test('a killed import is pending, listed with its phase, and the same command re
   expect(doc.import.resume).toMatchObject({ resumed: true, sstsReused: 2, attempt: 2 });
   expect(doc.import.rowsWritten).toBe(ROWS);
   expect((await pending(db)).pending).toEqual([]);
+});
+
+test('an import under --step-checkpoints-from records no step: a kill leaves it pending at parse, and the resume redoes it whole', async () => {
+  const input = path.join(root, 'small.csv');
+  writeInput(input);
+  const db = path.join(root, 'db-small');
+  const withDefault = (args: string[]): string[] => {
+    const i = args.indexOf('--step-checkpoints-from');
+    return [...args.slice(0, i), ...args.slice(i + 2)];
+  };
+  const killed = await runCliChild(withDefault(importArgs(input, db)), { SST_INGEST_CRASH_AT: 'sst.finished:3' });
+  expect(killed.signal).toBe('SIGKILL');
+  // Killed after three SSTs were written: none of them, and no parse range, was recorded.
+  const listed = await pending(db);
+  expect(listed.pending).toHaveLength(1);
+  expect(listed.pending[0]).toMatchObject({ phase: 'parse', running: false, sstsDone: 0, inputs: [input] });
+
+  const r = await runCli(...withDefault(importArgs(input, db)));
+  expect(r.code).toBe(0);
+  const doc = JSON.parse(r.stdout) as {
+    import: { rowsWritten: number; resume: { resumed: boolean; sstsReused: number; parseRangesReused: number; attempt: number } };
+  };
+  expect(doc.import.resume).toMatchObject({ resumed: true, sstsReused: 0, parseRangesReused: 0, attempt: 2 });
+  expect(doc.import.rowsWritten).toBe(ROWS);
+  // The first attempt's unrecorded SSTs went: the database holds each row once.
+  const scan = await runCli('scan', '--db', db, '--json');
+  expect(scan.code).toBe(0);
+  expect(scan.stdout.trim().split('\n')).toHaveLength(ROWS);
+  expect((await pending(db)).pending).toEqual([]);
+  expect(fs.readdirSync(db).filter((f) => f.startsWith('.import-'))).toEqual([]);
 });
 
 test('SIGTERM (what a nightly scheduler sends on timeout) keeps the import: exit 130, pending, and resumed by the same command', async () => {

@@ -56,6 +56,9 @@ function importArgs(input: string, target: { db: string } | { outputDir: string 
     '8MiB',
     '--target-file-size',
     `${TARGET_FILE_SIZE_BYTES >> 10}KiB`,
+    // Every step checkpointed: the input is far under the size from which that is the default.
+    '--step-checkpoints-from',
+    '0',
     '--json',
     '--quiet',
   ];
