@@ -521,18 +521,17 @@ export class CsvImport {
     const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
     const mergeThreads = runs.length > 0 && runBytes > 0 ? this.mergeThreadsFor(runBytes) : 1;
     const maxFanIn = s.budget.mergeFanIn(mergeThreads);
-    const whole = this.job;
-    if (whole !== null && (whole.state.phase === 'merged' || whole.state.phase === 'ingesting'))
-      return this.mergedEarlier(whole, mergeThreads);
-    const job = this.stepJob;
+    const job = this.job;
+    if (job !== null && (job.state.phase === 'merged' || job.state.phase === 'ingesting')) return this.mergedEarlier(job, mergeThreads);
+    const steps = this.stepJob;
     // Checkpointed at its end only: the SSTs a killed earlier attempt left unfinished go first.
-    if (whole !== null && job === null) removeUnfinishedTempFiles(o.outputDir, whole);
+    if (job !== null && steps === null) removeUnfinishedTempFiles(o.outputDir, job);
     while (runs.length > maxFanIn) {
       const group = runs.slice(0, maxFanIn);
       // A job keeps the group until the merged run is recorded: a kill meanwhile must find them.
-      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length), job === null);
+      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length), steps === null);
       runs = [merged, ...runs.slice(maxFanIn)];
-      if (job !== null) recordFanInMerge(job, group, merged, runs.slice(1));
+      if (steps !== null) recordFanInMerge(steps, group, merged, runs.slice(1));
     }
     const inWorkers = mergeThreads > 1 || o.mergeOffMainThread === true;
     const ranges = inWorkers && runs.length > 0 ? planKeyRanges(runs, mergeThreads) : [];
@@ -549,7 +548,7 @@ export class CsvImport {
       s.progress.done();
     }
     this.written = written;
-    if (whole !== null && !(merge.duplicateCount > 0 && s.policy === 'error')) recordMerged(whole, o.outputDir, written, merge);
+    if (job !== null && !(merge.duplicateCount > 0 && s.policy === 'error')) recordMerged(job, o.outputDir, written, merge);
     if (merge.duplicateCount > 0 && s.policy === 'error') throw duplicateKeysError(merge, s.keySpec, locate);
     return { merge, written, mergeThreads: ranges.length > 1 ? ranges.length : 1 };
   }
