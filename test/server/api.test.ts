@@ -515,10 +515,14 @@ test('429 when the import queue is full (1 running, 0 queued), with Retry-After;
       );
       req.on('error', reject);
       req.write('q1,one\n');
+      // Polls overlap (a stats request may outlast the interval): only the first that sees the
+      // import running goes on, so the body is ended once.
+      let seenRunning = false;
       const poll = setInterval(() => {
         void send(s.url, { path: '/v1/stats' }).then(async (r) => {
           const running = (JSON.parse(r.body.toString()) as { server: { importsRunning: number } }).server.importsRunning;
-          if (running !== 1) return;
+          if (running !== 1 || seenRunning) return;
+          seenRunning = true;
           clearInterval(poll);
           const busy = await send(s.url, { method: 'POST', path: '/v1/imports?name=second.csv', body: 'q2,two\n' });
           const busySst = await send(s.url, {

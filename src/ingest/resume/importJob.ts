@@ -10,6 +10,8 @@
  *   runs/        the sorted runs, unless --tmp-dir put them in <tmp>/ingest-job-<id>/;
  *   *.sst        (database imports) the SSTs and their .origins files, under the import's
  *                temporary names until the merge ends, then 000001.sst...
+ * A job being removed is first renamed `<target>/.import-removed-<id>-<random>/` (one atomic
+ * step: a kill mid-removal leaves the whole job or none of it); the next open sweeps those.
  * The id is a hash of the target kind and the resolved input paths: rerunning the same command
  * finds the job. What the job must find unchanged to resume (the inputs' fingerprints, the
  * options that shape the output, the target's identity) is in state.json and compared first.
@@ -37,6 +39,8 @@ import { ParseTaskResult } from '../parse/parseTypes';
 import { InputFingerprint, OptionsFingerprint, describeInputChange, describeOptionChange } from './fingerprint';
 
 export const JOB_DIR_PREFIX = '.import-job-';
+/** A job directory being removed (renamed so, atomically, before its contents go). */
+const REMOVED_DIR_PREFIX = '.import-removed-';
 const STATE_FILE = 'state.json';
 const OWNER_FILE = 'OWNER';
 const STATE_FORMAT = 1;
@@ -195,6 +199,7 @@ export class ImportJob {
       req.inputs.map((i) => i.path),
     );
     const dir = path.join(req.targetDir, `${JOB_DIR_PREFIX}${jobId}`);
+    sweepRemovedJobs(req.targetDir);
     if (fs.existsSync(dir)) {
       const found = readState(dir);
       if (req.fresh === true || found === null) removeJobDir(dir, found);
@@ -364,9 +369,33 @@ function runsInside(state: JobState, dir: string): boolean {
   return !path.relative(path.resolve(dir), path.resolve(state.runDir)).startsWith('..');
 }
 
+/**
+ * Removes a job in one atomic step: the directory is renamed out of the job namespace first, so
+ * a kill during the (long, many-file) removal leaves either the whole job or no job, never a
+ * job directory whose state.json or side files are half gone (which a rerun would take for "no
+ * job" while the import's files are already published). The renamed directory is swept by the
+ * next `ImportJob.open` in the same target.
+ */
 function removeJobDir(dir: string, state: JobState | null): void {
+  const removed = path.join(
+    path.dirname(dir),
+    `${REMOVED_DIR_PREFIX}${path.basename(dir).slice(JOB_DIR_PREFIX.length)}-${randomBytes(3).toString('hex')}`,
+  );
+  fs.renameSync(dir, removed);
+  syncDir(path.dirname(dir));
   if (state !== null && !runsInside(state, dir)) fs.rmSync(state.runDir, { recursive: true, force: true });
-  fs.rmSync(dir, { recursive: true, force: true });
+  fs.rmSync(removed, { recursive: true, force: true });
+}
+
+/** Removes what removals killed midway left in `targetDir` (see removeJobDir). */
+function sweepRemovedJobs(targetDir: string): void {
+  for (const name of fs.readdirSync(targetDir).filter((n) => n.startsWith(REMOVED_DIR_PREFIX))) {
+    try {
+      fs.rmSync(path.join(targetDir, name), { recursive: true, force: true });
+    } catch {
+      // Another process is sweeping the same directory: whichever finishes, it goes.
+    }
+  }
 }
 
 /** The pending jobs in `targetDir` (a database or an output directory), oldest first. */
