@@ -384,6 +384,8 @@ export class TableBuilder {
     if (this.filter !== null) {
       p.numFilterEntries = this.filter.numEntries();
       const filterContents = this.numPointEntries > 0 ? this.filter.finish() : null;
+      // The hashes are in the filter block now; their storage goes to the next table of this thread.
+      this.filter.reset();
       if (filterContents !== null) {
         meta.add(META_FULL_FILTER, this.writeBlock(filterContents, false));
         p.filterSize = filterContents.length;
@@ -439,6 +441,7 @@ export class TableBuilder {
   abandon(): void {
     this.closed = true;
     if (this.pipeline !== null) this.pipeline.close();
+    this.filter?.reset();
   }
 
   private blockIsFull(keyBytes: number, valueBytes: number): boolean {

@@ -7,7 +7,13 @@
  * probe counts at edge settings were checked against SstFileWriter output for 60 000 keys
  * (e.g. 12.345 bits/key: legacy 90 053 bytes, FastLocalBloom 92 613 bytes).
  */
-import { createFilterBuilder, type FilterBuilder } from '../../src/sstwriter/filterBuilder';
+import {
+  HASH_CHUNK_ENTRIES,
+  HASH_POOL_MAX_CHUNKS,
+  createFilterBuilder,
+  pooledHashChunks,
+  type FilterBuilder,
+} from '../../src/sstwriter/filterBuilder';
 import {
   BLOOM_FILTER_POLICY_NAME,
   FILTER_METADATA_BYTES,
@@ -286,6 +292,74 @@ describe('builder behaviour', () => {
       expect(() => b.addKey(ascii('4'))).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     }
     expect(() => createFilterBuilder(5, 10, 0)).toThrow(IngestError);
+  });
+});
+
+/** The filter `keys` give, computed straight from the hash and bit-setting primitives (no builder storage). */
+function referenceFilter(formatVersion: number, bitsPerKey: number, keys: Uint8Array[]): Buffer {
+  const millibits = millibitsPerKey(bitsPerKey);
+  if (formatVersion >= 5) {
+    const lengthBytes = fastLocalBloomLengthBytes(keys.length, millibits);
+    const probes = fastLocalBloomNumProbes(millibits);
+    const out = Buffer.alloc(lengthBytes + FILTER_METADATA_BYTES);
+    for (const k of keys) {
+      xxph3(k, 0, k.length);
+      fastLocalBloomAddHash(xxph3Result.lo, xxph3Result.hi, lengthBytes, probes, out);
+    }
+    Buffer.from([0xff, 0, probes, 0, 0]).copy(out, lengthBytes);
+    return out;
+  }
+  const whole = legacyWholeBitsPerKey(millibits);
+  const lines = legacyNumLines(keys.length, whole);
+  const probes = legacyNumProbes(whole);
+  const out = Buffer.alloc(lines * 64 + FILTER_METADATA_BYTES);
+  for (const k of keys) legacyAddHash(hash32(k, 0, k.length, LEGACY_BLOOM_HASH_SEED), lines, probes, out, 6);
+  out[lines * 64] = probes;
+  out.writeUInt32LE(lines, lines * 64 + 1);
+  return out;
+}
+
+describe('hash storage in chunks', () => {
+  const keys = numberedKeys('c', 2 * HASH_CHUNK_ENTRIES + 7);
+
+  test.each([2, 5])('format_version %i: keys across chunk boundaries give the reference filter', (fv) => {
+    for (const n of [HASH_CHUNK_ENTRIES - 1, HASH_CHUNK_ENTRIES, HASH_CHUNK_ENTRIES + 1, keys.length]) {
+      const subset = keys.slice(0, n);
+      expect(build(fv, 10, subset).equals(referenceFilter(fv, 10, subset))).toBe(true);
+    }
+  });
+
+  test.each([2, 5])('format_version %i: a duplicate of the last key of a chunk is dropped in the next', (fv) => {
+    const b = builder(fv, 10);
+    const first = keys.slice(0, HASH_CHUNK_ENTRIES);
+    for (const k of first) b.addKey(k);
+    b.addKey(first[first.length - 1]);
+    expect(b.numEntries()).toBe(HASH_CHUNK_ENTRIES);
+    b.addKey(keys[HASH_CHUNK_ENTRIES]);
+    expect(b.numEntries()).toBe(HASH_CHUNK_ENTRIES + 1);
+  });
+
+  test('reset gives the chunks to the pool, the next builder takes them, and stale hashes do not leak in', () => {
+    const a = builder(5, 10);
+    for (const k of keys) a.addKey(k); // 3 chunks a column
+    const before = pooledHashChunks();
+    a.reset();
+    expect(pooledHashChunks()).toBe(Math.min(HASH_POOL_MAX_CHUNKS, before + 6));
+    const b = builder(5, 10);
+    const few = numberedKeys('other', 100);
+    for (const k of few) b.addKey(k);
+    expect(pooledHashChunks()).toBe(Math.min(HASH_POOL_MAX_CHUNKS, before + 6) - 2);
+    expect(b.finish()?.equals(referenceFilter(5, 10, few))).toBe(true);
+    b.reset();
+  });
+
+  test('the pool keeps at most HASH_POOL_MAX_CHUNKS', () => {
+    const perColumn = Math.ceil((HASH_POOL_MAX_CHUNKS / 2 + 3) * HASH_CHUNK_ENTRIES);
+    const builders = [builder(5, 10), builder(2, 10)];
+    const n = perColumn + 1;
+    for (const b of builders) for (let i = 0; i < n; i++) b.addKey(ascii(`p${i}`));
+    for (const b of builders) b.reset();
+    expect(pooledHashChunks()).toBe(HASH_POOL_MAX_CHUNKS);
   });
 });
 
