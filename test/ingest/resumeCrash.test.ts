@@ -24,7 +24,7 @@ const RANGE_SLACK_BYTES = 64 << 10;
 /** An SST may pass its target by one data block and its index and filter. */
 const SST_SLACK_BYTES = 64 << 10;
 
-/** 36,000 rows in shuffled key order, ~2.7 MB: 4 parse ranges, 4 runs and ~22 SSTs at the settings below. */
+/** 36,000 rows in shuffled key order, ~2.3 MB: 3 parse ranges (1 MiB each, the floor), 3 runs and ~20 SSTs at the settings below. */
 function writeInput(file: string): void {
   let seed = 7;
   const ids = Array.from({ length: ROWS }, (_, i) => i + 1);
@@ -189,9 +189,11 @@ test(`${ROUNDS.length} SIGKILLs in every phase, each resumed to the uninterrupte
     }
     if (killed.signal === 'SIGKILL') landed[round.lands] = (landed[round.lands] ?? 0) + 1;
 
-    // What the checkpoint says a resume must redo: the ranges in flight, within the bound.
+    // What the checkpoint says a resume must redo: the ranges in flight, within the bound (per
+    // parse thread, the range it parses and one whose runs are still being fsynced; with three
+    // ranges on two threads a kill can find three in flight: the first finished, not yet recorded).
     const inFlight = state?.parse.inFlight ?? [];
-    expect({ label, inFlight: inFlight.length <= PARSE_THREADS }).toEqual({ label, inFlight: true });
+    expect({ label, inFlight: inFlight.length <= 2 * PARSE_THREADS }).toEqual({ label, inFlight: true });
     for (const r of inFlight) expect(r.stopAtOffset - r.startOffset).toBeLessThanOrEqual((state?.parse.taskBytes ?? 0) + RANGE_SLACK_BYTES);
 
     const resumed = await runCli(args, {});

@@ -5,7 +5,9 @@
  *
  * What is checkpointed, and what a kill costs (the bound the crash-resume test measures):
  * - parse, on workers: each byte range once its runs are fsynced. A kill redoes the ranges in
- *   flight: at most one range (about one sorted run's worth of input) per parse thread.
+ *   flight: at most two ranges (about two sorted runs' worth of input) per parse thread, the
+ *   one it parses and one finished whose runs are still being fsynced (parseInWorkers holds a
+ *   thread back while a whole round of those is outstanding).
  *   In-process (stdin is never resumable; small inputs, .gz, csv-parse dialects): the whole
  *   parse, once it is over, so a kill during it redoes it.
  * - fan-in merges of too many runs: each merged run, before its inputs are deleted.
@@ -120,6 +122,7 @@ export function parseResumeOf(job: ImportJob, keepsRunsAfter: (e: unknown) => bo
       });
       // Kept for settle(): a failure here fails the parse there, not as an unhandled rejection.
       recorded.catch(() => undefined);
+      return recorded;
     },
     settle: () => recorded,
     keepsRunsAfter,
