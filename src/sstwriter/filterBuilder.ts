@@ -98,11 +98,29 @@ function entriesInChunk(c: number, count: number): number {
   return Math.min(HASH_CHUNK_ENTRIES, count - c * HASH_CHUNK_ENTRIES);
 }
 
+/** One column of 32-bit hashes, in chunks taken from the thread's pool as entries arrive. */
+class HashColumn {
+  readonly chunks: Uint32Array[] = [];
+  /** The chunk the next entry goes to (chunks' last). */
+  private current: Uint32Array = EMPTY_CHUNK;
+
+  /** Stores `hash` as entry `index`, which must be the number of entries held so far. */
+  append(index: number, hash: number): void {
+    const slot = index & HASH_CHUNK_MASK;
+    if (slot === 0) this.chunks.push((this.current = takeChunk()));
+    this.current[slot] = hash;
+  }
+
+  /** Gives every chunk to the pool; the column is empty after. */
+  release(): void {
+    releaseChunks(this.chunks);
+    this.current = EMPTY_CHUNK;
+  }
+}
+
 /** format_version < 5: one 32-bit hash per key, cache-line-local Bloom with odd line count. */
 class LegacyBloomBuilder implements FilterBuilder {
-  private readonly chunks: Uint32Array[] = [];
-  /** The chunk the next hash goes to (chunks' last). */
-  private current: Uint32Array = EMPTY_CHUNK;
+  private readonly hashes = new HashColumn();
   private last = 0;
   private count = 0;
   private readonly wholeBitsPerKey: number;
@@ -120,9 +138,7 @@ class LegacyBloomBuilder implements FilterBuilder {
     const h = hash32(userKey, 0, userKey.length, LEGACY_BLOOM_HASH_SEED);
     if (this.count > 0 && this.last === h) return;
     if (this.count === this.maxEntries) throw tooManyKeys(this.maxEntries);
-    const slot = this.count & HASH_CHUNK_MASK;
-    if (slot === 0) this.chunks.push((this.current = takeChunk()));
-    this.current[slot] = h;
+    this.hashes.append(this.count, h);
     this.last = h;
     this.count++;
   }
@@ -136,8 +152,9 @@ class LegacyBloomBuilder implements FilterBuilder {
     const lines = legacyNumLines(this.count, this.wholeBitsPerKey);
     const lengthBytes = lines * CACHE_LINE_BYTES;
     const out = Buffer.alloc(lengthBytes + FILTER_METADATA_BYTES);
-    for (let c = 0; c < this.chunks.length; c++) {
-      const hashes = this.chunks[c];
+    const chunks = this.hashes.chunks;
+    for (let c = 0; c < chunks.length; c++) {
+      const hashes = chunks[c];
       const n = entriesInChunk(c, this.count);
       for (let i = 0; i < n; i++) legacyAddHash(hashes[i], lines, this.numProbes, out, LOG2_CACHE_LINE_BYTES);
     }
@@ -148,18 +165,14 @@ class LegacyBloomBuilder implements FilterBuilder {
 
   reset(): void {
     this.count = 0;
-    releaseChunks(this.chunks);
-    this.current = EMPTY_CHUNK;
+    this.hashes.release();
   }
 }
 
 /** format_version 5: one 64-bit XXPH3 hash per key (two uint32 arrays), FastLocalBloom. */
 class FastLocalBloomBuilder implements FilterBuilder {
-  private readonly loChunks: Uint32Array[] = [];
-  private readonly hiChunks: Uint32Array[] = [];
-  /** The chunks the next hash goes to (the columns' last). */
-  private currentLo: Uint32Array = EMPTY_CHUNK;
-  private currentHi: Uint32Array = EMPTY_CHUNK;
+  private readonly hashLo = new HashColumn();
+  private readonly hashHi = new HashColumn();
   private lastLo = 0;
   private lastHi = 0;
   private count = 0;
@@ -178,13 +191,8 @@ class FastLocalBloomBuilder implements FilterBuilder {
     const hi = xxph3Result.hi;
     if (this.count > 0 && this.lastLo === lo && this.lastHi === hi) return;
     if (this.count === this.maxEntries) throw tooManyKeys(this.maxEntries);
-    const slot = this.count & HASH_CHUNK_MASK;
-    if (slot === 0) {
-      this.loChunks.push((this.currentLo = takeChunk()));
-      this.hiChunks.push((this.currentHi = takeChunk()));
-    }
-    this.currentLo[slot] = lo;
-    this.currentHi[slot] = hi;
+    this.hashLo.append(this.count, lo);
+    this.hashHi.append(this.count, hi);
     this.lastLo = lo;
     this.lastHi = hi;
     this.count++;
@@ -198,9 +206,11 @@ class FastLocalBloomBuilder implements FilterBuilder {
     if (this.count === 0) return null;
     const lengthBytes = fastLocalBloomLengthBytes(this.count, this.millibits);
     const out = Buffer.alloc(lengthBytes + FILTER_METADATA_BYTES);
-    for (let c = 0; c < this.loChunks.length; c++) {
-      const lo = this.loChunks[c];
-      const hi = this.hiChunks[c];
+    const loChunks = this.hashLo.chunks;
+    const hiChunks = this.hashHi.chunks;
+    for (let c = 0; c < loChunks.length; c++) {
+      const lo = loChunks[c];
+      const hi = hiChunks[c];
       const n = entriesInChunk(c, this.count);
       for (let i = 0; i < n; i++) fastLocalBloomAddHash(lo[i], hi[i], lengthBytes, this.numProbes, out);
     }
@@ -213,10 +223,8 @@ class FastLocalBloomBuilder implements FilterBuilder {
 
   reset(): void {
     this.count = 0;
-    releaseChunks(this.loChunks);
-    releaseChunks(this.hiChunks);
-    this.currentLo = EMPTY_CHUNK;
-    this.currentHi = EMPTY_CHUNK;
+    this.hashLo.release();
+    this.hashHi.release();
   }
 }
 

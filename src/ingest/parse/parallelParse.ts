@@ -180,7 +180,7 @@ export function planTaskBytes(dataBytes: number, maxTaskBytes: number, threads: 
   assert(threads >= 1 && Number.isInteger(threads), `parse threads must be a positive integer, got ${threads}`);
   const largest = Math.max(MIN_TASK_BYTES, maxTaskBytes);
   const rounds = Math.max(MIN_PARSE_ROUNDS, Math.ceil(dataBytes / largest / threads));
-  return Math.max(MIN_TASK_BYTES, Math.ceil(dataBytes / Math.max(1, rounds * threads)));
+  return Math.max(MIN_TASK_BYTES, Math.ceil(dataBytes / (rounds * threads)));
 }
 
 interface PlannedTask extends ParseTask {
