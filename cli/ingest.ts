@@ -1,73 +1,64 @@
 #!/usr/bin/env node
 /**
- * The `ingest` command line: a thin commander shell over the library.
+ * The `ingest` executable: starts an import's parse workers first, then loads the command line
+ * (cli/program.ts) and runs it.
  *
- * Contract for scripts (documented in the README):
- * - exit codes: 0 success, 2 bad input or usage, 3 conflicts found, 1 anything else
- *   (`exitCodeFor` maps typed errors to these);
- * - `--json` prints one JSON document (or JSON lines where a command says so) on stdout with stable
- *   field names; diagnostics go to stderr; progress bars only when stderr is a TTY.
+ * Why the split: loading the command line and the library takes `ingest` 100-150 ms on one core
+ * of the 2-core VM, and an import's parse workers need 35-50 ms each to boot before its first
+ * range can start. For `ingest import` of inputs large enough to parse in workers, this module,
+ * which loads almost nothing, starts them (src/ingest/parse/prestart.ts) before the rest loads,
+ * so they boot on the idle core. Workers the import does not take are terminated at the end.
  *
- * Each command group lives in its own file under cli/commands and registers itself here, on its
- * own: no registration reads or changes another's command, so the order below is only the order
- * `--help` lists them in.
+ * The guess reads only argv: the `import` command, the regular files among its arguments and
+ * --threads; it never decides anything but whether workers start early. A wrong guess costs a
+ * worker's boot on the idle core, never a result: the import takes what matches its own choice
+ * of threads and niceness, and starts the rest itself.
  */
-import { Command, CommanderError } from 'commander';
-import { DbLockedError, exitCodeFor, IngestError } from '../src/util/errors';
-import { readServerRecord } from '../src/server/serverRecord';
-import { registerSstCommands } from './commands/sst';
-import { registerImportCommand } from './commands/import';
-import { registerPlanCommand } from './commands/importDb';
-import { registerDbCommands } from './commands/db';
-import { registerIngestSstCommands } from './commands/ingestSst';
-import { registerCheckCommand } from './commands/check';
-import { registerPendingCommand } from './commands/pending';
-import { registerServeCommand } from './commands/serve';
+import * as fs from 'fs';
+import * as os from 'os';
+import {
+  discardPrestartedWorkers,
+  MAX_PRESTARTED_WORKERS,
+  PARALLEL_MIN_INPUT_BYTES,
+  prestartParseWorkers,
+} from '../src/ingest/parse/prestart';
 
-/**
- * The error's message, and for a database a running server holds (its SERVER record names the
- * LOCK's holder) the server's URL and the option that reaches it.
- */
-function describeError(err: IngestError): string {
-  if (!(err instanceof DbLockedError) || err.pid === null) return err.message;
-  const record = readServerRecord(err.dir);
-  if (record === null || record.pid !== err.pid) return err.message;
-  return `${err.message}: the server at ${record.url} holds it; use --server ${record.url} instead of --db`;
-}
-
-export function buildProgram(): Command {
-  const program = new Command();
-  program
-    .name('ingest')
-    .description('Bulk SST ingestion and conflict checking on a RocksDB-compatible LSM engine')
-    .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str) });
-  registerSstCommands(program);
-  // Adds `sst ingest` and `sst plan` to the group registered just above.
-  registerIngestSstCommands(program);
-  registerImportCommand(program);
-  registerPlanCommand(program);
-  registerCheckCommand(program);
-  registerDbCommands(program);
-  registerServeCommand(program);
-  registerPendingCommand(program);
-  return program;
-}
-
-export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
-  try {
-    await program.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : 0;
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version are "errors" to commander; they are successes to a user.
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return 2;
+/** The parse workers an `ingest import` command line will ask for, as the import decides them; 0 if none. */
+export function prestartCountFor(argv: readonly string[]): number {
+  const args = argv.slice(2);
+  if (args[0] !== 'import' || args.some((a) => a === '--server' || a.startsWith('--server=') || a === '--help' || a === '-h')) return 0;
+  const at = args.findIndex((a) => a === '--threads' || a.startsWith('--threads='));
+  if (at >= 0) {
+    const text = args[at].startsWith('--threads=') ? args[at].slice('--threads='.length) : (args[at + 1] ?? '');
+    const threads = /^[0-9]+$/.test(text) ? Number(text) : 0;
+    return Math.min(threads, MAX_PRESTARTED_WORKERS);
+  }
+  // The library's default: two parse threads on two cores or more, for inputs this large.
+  if (os.availableParallelism() < 2) return 0;
+  let inputBytes = 0;
+  for (const a of args.slice(1)) {
+    try {
+      const st = fs.statSync(a);
+      if (st.isFile()) inputBytes += st.size;
+    } catch {
+      // Not a file (an option, a value, a path still to be created).
     }
-    const message = err instanceof IngestError ? `error: ${describeError(err)}` : `error: ${(err as Error).stack ?? String(err)}`;
-    process.stderr.write(`${message}\n`);
-    return exitCodeFor(err);
+  }
+  return inputBytes >= PARALLEL_MIN_INPUT_BYTES ? 2 : 0;
+}
+
+/** Runs the command line on argv; resolves to the exit code (see cli/program.ts). */
+export async function main(argv: string[]): Promise<number> {
+  // At niceness 0: the import steps its workers back only beside a caller's live engine, which a
+  // command line never has (it opens the database itself).
+  const count = prestartCountFor(argv);
+  if (count > 0) prestartParseWorkers(count, 0);
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const program = require('./program') as typeof import('./program');
+    return await program.main(argv);
+  } finally {
+    await discardPrestartedWorkers();
   }
 }
 

@@ -35,7 +35,9 @@ import {
   BecomeMergeWorker,
   tooManyBadRowsError,
   InputNamer,
+  ParseWorkerInit,
 } from './parseTypes';
+import { discardPrestartedWorkers, takePrestartedWorkers } from './prestart';
 import { MemoryBudget } from '../memoryBudget';
 import { Progress } from '../progress';
 import { BadRow, BoundLayout, bindLayout } from '../rows/rowSink';
@@ -195,8 +197,11 @@ class WorkerPool {
   private readonly waiting = new Map<Worker, { resolve: (r: ParseTaskResult) => void; reject: (e: Error) => void }>();
 
   constructor(count: number, dataFor: (i: number) => ParseWorkerData, niceness: number) {
+    // Workers a command line started ahead (prestart.ts) first, then fresh ones.
+    const prestarted = takePrestartedWorkers(count, niceness);
     for (let i = 0; i < count; i++) {
-      const w = startModuleWorker(__filename, 'parseWorker', dataFor(i), { niceness });
+      const w = i < prestarted.length ? prestarted[i] : startModuleWorker(__filename, 'parseWorker', dataFor(i), { niceness });
+      if (i < prestarted.length) w.postMessage({ init: dataFor(i) } satisfies ParseWorkerInit);
       w.on('message', (reply: WorkerReply) => {
         const waiter = this.waiting.get(w);
         this.waiting.delete(w);
@@ -368,6 +373,8 @@ export async function parseInWorkers(
     (workerIndex) => ({ settings, bound, sortBufferBytes, workerIndex, progress: progressCells }),
     settings.workerNiceness,
   );
+  // Prestarted workers this parse did not take (other niceness, fewer threads) go now.
+  void discardPrestartedWorkers();
   const totalBytes = sizes.reduce((a, b) => a + b, 0);
   let finishedRows = 0;
   const timer = setInterval(() => {

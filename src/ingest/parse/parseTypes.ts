@@ -49,6 +49,19 @@ export interface ParseWorkerData {
   progress: SharedArrayBuffer;
 }
 
+/**
+ * The first message to a worker started ahead of its import (prestart.ts): the data it would
+ * otherwise have been started with. Until it comes the worker only loads its code.
+ */
+export interface ParseWorkerInit {
+  init: ParseWorkerData;
+}
+
+/** The workerData of a worker started ahead: its ParseWorkerData comes in a ParseWorkerInit. */
+export interface DeferredParseWorkerData {
+  deferred: true;
+}
+
 /** One byte range of one file: parse the records starting in [startOffset, stopAtOffset). */
 export interface ParseTask {
   taskId: number;

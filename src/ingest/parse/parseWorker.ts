@@ -9,13 +9,24 @@
  *
  * After its last task the worker may be handed over to the merge (BecomeMergeWorker): it
  * releases its sort buffer and waits, as a standby merge worker, for one merge task.
+ *
+ * Start: with its ParseWorkerData as workerData, or started ahead of its import (prestart.ts)
+ * with DeferredParseWorkerData, and then the data as its first message (ParseWorkerInit).
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { parentPort, workerData } from 'worker_threads';
+import { MessagePort, parentPort, workerData } from 'worker_threads';
 import { IngestError } from '../../util/errors';
 import { readCsvRange } from '../csv/csvReader';
-import { BecomeMergeWorker, ParseTask, ParseTaskResult, ParseWorkerData, WorkerReply } from './parseTypes';
+import {
+  BecomeMergeWorker,
+  DeferredParseWorkerData,
+  ParseTask,
+  ParseTaskResult,
+  ParseWorkerData,
+  ParseWorkerInit,
+  WorkerReply,
+} from './parseTypes';
 import { RowSink } from '../rows/rowSink';
 import { RunInfo, spillSortBuffer } from '../sort/runFile';
 import { SortBuffer } from '../sort/sortBuffer';
@@ -101,9 +112,8 @@ export function runParseTask(data: ParseWorkerData, buffer: SortBuffer, task: Pa
   };
 }
 
-if (parentPort !== null && workerData !== null && typeof workerData === 'object' && 'sortBufferBytes' in workerData) {
-  const port = parentPort;
-  const data = workerData as ParseWorkerData;
+/** Serves ParseTasks on `port` with `data` until the worker is handed over to the merge. */
+function serveParseTasks(port: MessagePort, data: ParseWorkerData): void {
   const buffer = new SortBuffer(data.sortBufferBytes);
   const progress = new Float64Array(data.progress);
   const onTask = (message: ParseTask | BecomeMergeWorker): void => {
@@ -112,9 +122,7 @@ if (parentPort !== null && workerData !== null && typeof workerData === 'object'
       // now, not when the collector gets to it, so the merge's memory comes on top of nothing.
       port.off('message', onTask);
       buffer.releaseMemory();
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const merge = require('../sort/mergeWorker') as typeof import('../sort/mergeWorker');
-      merge.serveNextMergeTask(port);
+      loadMergeWorker().serveNextMergeTask(port);
       return;
     }
     const task = message;
@@ -128,4 +136,25 @@ if (parentPort !== null && workerData !== null && typeof workerData === 'object'
     port.postMessage(reply);
   };
   port.on('message', onTask);
+}
+
+/** The merge's worker code, loaded when first needed (a parse worker may never merge). */
+function loadMergeWorker(): typeof import('../sort/mergeWorker') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../sort/mergeWorker') as typeof import('../sort/mergeWorker');
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object';
+}
+
+if (parentPort !== null && isObject(workerData) && 'sortBufferBytes' in workerData) {
+  serveParseTasks(parentPort, workerData as unknown as ParseWorkerData);
+} else if (parentPort !== null && isObject(workerData) && (workerData as Partial<DeferredParseWorkerData>).deferred === true) {
+  // Started ahead of its import (prestart.ts), while the main thread still loads its own code:
+  // the merge's code is loaded now too, when nothing waits for this thread, rather than on the
+  // way from the parse to the merge. Messages posted meanwhile wait in the port.
+  const port = parentPort;
+  loadMergeWorker();
+  port.once('message', (message: ParseWorkerInit) => serveParseTasks(port, message.init));
 }
