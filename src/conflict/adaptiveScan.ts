@@ -49,7 +49,7 @@
 import { Sliced } from '../util/slices';
 import { DbIterator } from '../engine/dbIterator';
 import { SstRunIterator } from './sstRun';
-import { engineHoldsKeysIn, openEngineIterator, PointLookups, SCAN_KEYS_PER_YIELD, ScanInput, SeekCursor } from './scan';
+import { PointLookups, SCAN_KEYS_PER_YIELD, ScanInput, SeekCursor } from './scan';
 
 export type ScanStrategy = 'seek' | 'get';
 
@@ -100,7 +100,7 @@ export interface FirstChoice {
 
 export interface AdaptiveScanOptions {
   trySeekUsingNext: boolean;
-  /** The first chunk's strategy, asked only once the engine is known to hold keys in the span. */
+  /** The first chunk's strategy, asked when the scan starts (the engine is known to hold keys in the span). */
   chooseFirst: () => FirstChoice;
   /** Milliseconds, monotonic (default performance.now); tests pass their own to steer the choices. */
   clockMs?: () => number;
@@ -121,12 +121,6 @@ export interface AdaptiveScanStats {
   /** The last estimates, nanoseconds per SST key, rounded; null if never measured. */
   seekCostPerKeyNs: number | null;
   getCostPerKeyNs: number | null;
-}
-
-export interface AdaptiveScanResult {
-  emptySpan: boolean;
-  /** Null when the span was empty (nothing to choose). */
-  stats: AdaptiveScanStats | null;
 }
 
 export interface ChunkPlan {
@@ -155,20 +149,11 @@ function chunkLimit(plan: ChunkPlan): ChunkLimit {
     : { maxMs: Infinity, stride: plan.size, warmUp: false };
 }
 
-/** Runs the adaptive scan; see the module comment. */
-export function* scanAdaptively(input: ScanInput, opts: AdaptiveScanOptions): Sliced<AdaptiveScanResult> {
-  const eng = openEngineIterator(input);
-  try {
-    // First the empty-span check, before anything else is set up: an empty span costs one seek.
-    if (!engineHoldsKeysIn(input, eng)) return { emptySpan: true, stats: null };
-    return yield* scanNonEmpty(input, opts, eng);
-  } finally {
-    eng.close();
-  }
-}
-
-/** The chunk loop, once the engine iterator stands at the span's first live key. */
-function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbIterator): Sliced<AdaptiveScanResult> {
+/**
+ * Runs the adaptive scan (see the module comment) over a range the engine holds keys in: `eng`
+ * stands where engineHoldsKeysIn left it and stays the caller's to close.
+ */
+export function* scanAdaptively(input: ScanInput, eng: DbIterator, opts: AdaptiveScanOptions): Sliced<AdaptiveScanStats> {
   const clockMs = opts.clockMs ?? (() => performance.now());
   const sst = input.run.newIterator();
   try {
@@ -192,7 +177,7 @@ function* scanNonEmpty(input: ScanInput, opts: AdaptiveScanOptions, eng: DbItera
     }
     // Every key not looked up went by the interleaving (those past the engine's last key: new, at no cost).
     const seekKeys = input.run.totalEntries - getKeys;
-    return { emptySpan: false, stats: { firstStrategy, getKeys, seekKeys, ...chooser.summary() } };
+    return { firstStrategy, getKeys, seekKeys, ...chooser.summary() };
   } finally {
     sst.close();
   }

@@ -31,7 +31,7 @@ import { Engine, Snapshot } from '../engine/engine';
 import { perf } from '../base/perfContext';
 import { BlockCache } from '../sstable/reader/blockCache';
 import { nativeBlockCodec } from '../sstable/nativeBlockCodec';
-import { IngestError } from '../util/errors';
+import { IngestError, assert } from '../util/errors';
 import { SliceOptions, Sliced, runSliced, runSlicedSync } from '../util/slices';
 import { ConflictCollector } from './collector';
 import {
@@ -45,7 +45,8 @@ import {
   showKey,
   showValue,
 } from './report';
-import { resolveExistingSeqs, scanByGets, scanBySeeking, ScanInput } from './scan';
+import { engineHoldsKeysIn, openEngineIterator, resolveExistingSeqs, scanByGets, scanBySeeking, ScanInput } from './scan';
+import { DbIterator } from '../engine/dbIterator';
 import { AdaptiveScanStats, FirstChoice, scanAdaptively, ScanStrategy } from './adaptiveScan';
 import { SstRun } from './sstRun';
 
@@ -201,17 +202,7 @@ function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflic
       const upperBound = Buffer.concat([run.largest, Buffer.of(0)]);
       const input = { engine, run, snapshot, upperBound, collector };
       meter.start();
-      if (requested === 'auto') {
-        ({ choice, emptySpan } = yield* scanAuto(input, trySeekUsingNext, opts.adaptiveClockMs));
-      } else {
-        choice = {
-          strategy: requested,
-          describe: () => `requested (--conflict-strategy ${requested})`,
-          engineBytesInSpan: null,
-          adaptive: null,
-        };
-        emptySpan = requested === 'seek' ? yield* scanBySeeking(input, { trySeekUsingNext }) : yield* scanByGets(input);
-      }
+      ({ choice, emptySpan } = yield* scanWith(requested, input, trySeekUsingNext, opts.adaptiveClockMs));
       meter.stop();
       resolveExistingSeqs(engine, snapshot, collector);
     }
@@ -273,26 +264,58 @@ function validateOptions(opts: CheckSstConflictsOptions): void {
   }
 }
 
-/** Runs the adaptive scan and describes what it chose (summary.strategy: the one that classified most keys). */
-function* scanAuto(
+/**
+ * The empty-span check, then the strategy asked for. The check is the same code whatever the
+ * strategy (one bounded seek), so on a span the engine holds nothing in, auto costs what the
+ * others do.
+ */
+function* scanWith(
+  requested: 'auto' | ScanStrategy,
   input: ScanInput,
   trySeekUsingNext: boolean,
   clockMs: (() => number) | undefined,
 ): Sliced<{ choice: StrategyChoice; emptySpan: boolean }> {
-  let first: ByteRuleChoice | null = null;
-  const chooseFirst = (): FirstChoice => {
-    first = chooseByBytes(input.engine, input.run, input.upperBound);
-    return first;
-  };
-  const { emptySpan, stats } = yield* scanAdaptively(input, { trySeekUsingNext, chooseFirst, clockMs });
-  const firstChoice = first as ByteRuleChoice | null;
-  if (emptySpan || stats === null || firstChoice === null) {
-    const describe = (): string => "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
-    return { choice: { strategy: 'seek', describe, engineBytesInSpan: null, adaptive: null }, emptySpan: true };
+  let eng: DbIterator | null = openEngineIterator(input);
+  try {
+    if (!engineHoldsKeysIn(input, eng)) return { choice: emptySpanChoice(requested), emptySpan: true };
+    if (requested === 'auto') return { choice: yield* scanAuto(input, eng, trySeekUsingNext, clockMs), emptySpan: false };
+    if (requested === 'seek') yield* scanBySeeking(input, eng, { trySeekUsingNext });
+    else {
+      // Point lookups need no engine iterator: it goes before the scan, not after.
+      eng.close();
+      eng = null;
+      yield* scanByGets(input);
+    }
+    const describe = (): string => `requested (--conflict-strategy ${requested})`;
+    return { choice: { strategy: requested, describe, engineBytesInSpan: null, adaptive: null }, emptySpan: false };
+  } finally {
+    eng?.close();
   }
+}
+
+function emptySpanChoice(requested: 'auto' | ScanStrategy): StrategyChoice {
+  const describe =
+    requested === 'auto'
+      ? (): string => "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new"
+      : (): string => `requested (--conflict-strategy ${requested})`;
+  return { strategy: requested === 'get' ? 'get' : 'seek', describe, engineBytesInSpan: null, adaptive: null };
+}
+
+/** Runs the adaptive scan and describes what it chose (summary.strategy: the one that classified most keys). */
+function* scanAuto(
+  input: ScanInput,
+  eng: DbIterator,
+  trySeekUsingNext: boolean,
+  clockMs: (() => number) | undefined,
+): Sliced<StrategyChoice> {
+  const chosen: { first: ByteRuleChoice | null } = { first: null };
+  const chooseFirst = (): FirstChoice => (chosen.first = chooseByBytes(input.engine, input.run, input.upperBound));
+  const stats = yield* scanAdaptively(input, eng, { trySeekUsingNext, chooseFirst, clockMs });
+  const firstChoice = chosen.first;
+  assert(firstChoice !== null, 'the adaptive scan asks for its first choice before its first chunk');
   const strategy: ScanStrategy = stats.getKeys > stats.seekKeys ? 'get' : 'seek';
   const describe = (): string => describeAdaptive(stats, input.run.totalEntries, firstChoice);
-  return { choice: { strategy, describe, engineBytesInSpan: firstChoice.engineBytesInSpan, adaptive: stats }, emptySpan: false };
+  return { strategy, describe, engineBytesInSpan: firstChoice.engineBytesInSpan, adaptive: stats };
 }
 
 function describeAdaptive(stats: AdaptiveScanStats, sstKeys: number, first: ByteRuleChoice): string {

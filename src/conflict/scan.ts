@@ -31,8 +31,9 @@
  * reading a block, so the cost does not grow with the engine's data in the range: the right
  * choice when the engine holds far more there than the SSTs (see checkSstConflicts).
  *
- * Both start with one bounded seek: if it finds nothing, the engine holds nothing in the run's
- * range and every SST key is new (the empty-span fast path).
+ * Before either runs, the caller makes one bounded seek (engineHoldsKeysIn): if it finds nothing,
+ * the engine holds nothing in the run's range and every SST key is new (the empty-span fast path,
+ * the same code whatever the strategy, so none is slower than another there).
  *
  * Slicing: both scans are generators that yield every SCAN_KEYS_PER_YIELD loop steps, so a
  * caller serving other work runs them a slice at a time (src/util/slices.ts) and the event loop
@@ -67,37 +68,26 @@ export interface SeekScanOptions {
   trySeekUsingNext: boolean;
 }
 
-/** Runs the seek strategy; returns true when the one first seek found the engine empty in range. */
-export function* scanBySeeking(input: ScanInput, opts: SeekScanOptions): Sliced<boolean> {
-  const eng = openEngineIterator(input);
+/**
+ * Runs the seek strategy over a range the engine holds keys in: `eng` stands where
+ * engineHoldsKeysIn left it (at the range's first live key) and stays the caller's to close.
+ */
+export function* scanBySeeking(input: ScanInput, eng: DbIterator, opts: SeekScanOptions): Sliced<void> {
+  const sst = input.run.newIterator();
   try {
-    // The emptiness check comes before the SST iterator exists: an empty span costs one seek.
-    if (!engineHoldsKeysIn(input, eng)) return true;
-    const sst = input.run.newIterator();
-    try {
-      sst.first();
-      const cursor = new SeekCursor(eng, sst, input.collector, opts.trySeekUsingNext);
-      while (!cursor.done) {
-        cursor.advance(SCAN_KEYS_PER_YIELD);
-        yield;
-      }
-      return false;
-    } finally {
-      sst.close();
+    sst.first();
+    const cursor = new SeekCursor(eng, sst, input.collector, opts.trySeekUsingNext);
+    while (!cursor.done) {
+      cursor.advance(SCAN_KEYS_PER_YIELD);
+      yield;
     }
   } finally {
-    eng.close();
+    sst.close();
   }
 }
 
-/** Runs the get strategy; returns true when one bounded seek found the engine empty in range. */
-export function* scanByGets(input: ScanInput): Sliced<boolean> {
-  const eng = openEngineIterator(input);
-  try {
-    if (!engineHoldsKeysIn(input, eng)) return true;
-  } finally {
-    eng.close();
-  }
+/** Runs the get strategy over a range the engine holds keys in (it needs no engine iterator). */
+export function* scanByGets(input: ScanInput): Sliced<void> {
   const sst = input.run.newIterator();
   try {
     const lookups = new PointLookups(input, sst);
@@ -105,7 +95,6 @@ export function* scanByGets(input: ScanInput): Sliced<boolean> {
       lookups.lookUp(SCAN_KEYS_PER_YIELD);
       yield;
     }
-    return false;
   } finally {
     sst.close();
   }
@@ -117,9 +106,9 @@ export function openEngineIterator(input: ScanInput): DbIterator {
 }
 
 /**
- * The empty-span check every strategy starts with: one seek of a fresh bounded iterator to the
- * run's smallest key; false when the engine holds no live key in the run's range. The iterator
- * is left there, where the seek strategy's interleaving starts.
+ * The empty-span check made before any strategy runs: one seek of a fresh bounded iterator to
+ * the run's smallest key; false when the engine holds no live key in the run's range. The
+ * iterator is left there, where the seek strategy's interleaving starts.
  */
 export function engineHoldsKeysIn(input: ScanInput, eng: DbIterator): boolean {
   eng.seekGE(input.run.smallest);
