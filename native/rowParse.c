@@ -20,6 +20,9 @@
 #include "rowParse.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define LF 0x0a
 #define CR 0x0d
@@ -86,22 +89,47 @@ static size_t encode_raw_value(const RowParseArgs* a, const uint8_t* src, const 
   return pos;
 }
 
-/* Splits src[pos, lf) into fields; -1 when it holds a quote or more than ROW_PARSE_MAX_FIELDS fields. */
+/* Records the field ending at `end` (a delimiter there); 0 when that makes ROW_PARSE_MAX_FIELDS fields before the last. */
+static inline int end_field(int* fields, size_t* fieldStart, size_t end, size_t* starts, size_t* ends) {
+  if (*fields == ROW_PARSE_MAX_FIELDS - 1) return 0;
+  starts[*fields] = *fieldStart;
+  ends[*fields] = end;
+  (*fields)++;
+  *fieldStart = end + 1;
+  return 1;
+}
+
+/*
+ * Splits src[pos, lf) into fields; -1 when it holds a quote or more than ROW_PARSE_MAX_FIELDS
+ * fields. With SSE2 (every x86-64) it compares 16 bytes at a time and walks the delimiters' bits:
+ * a byte at a time this loop was most of the parse's time (about 650 MB/s on the 2-core VM for
+ * trade rows of ~107 bytes and 15 fields; see docs/import.md). Same result either way: a quote
+ * anywhere, or one field too many anywhere, refuses the record.
+ */
 static int split_fields(const RowParseArgs* a, size_t pos, size_t lf, size_t* starts, size_t* ends) {
   const uint8_t* src = a->src;
   const uint8_t delimiter = (uint8_t)a->delimiter;
   const int quote = a->quote;
   int fields = 0;
   size_t fieldStart = pos;
-  for (size_t j = pos; j < lf; j++) {
+  size_t j = pos;
+#ifdef __SSE2__
+  const __m128i delimiters = _mm_set1_epi8((char)delimiter);
+  const __m128i quotes = _mm_set1_epi8((char)(quote >= 0 ? quote : delimiter));
+  for (; j + 16 <= lf; j += 16) {
+    const __m128i bytes = _mm_loadu_si128((const __m128i*)(src + j));
+    if (quote >= 0 && _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, quotes)) != 0) return -1;
+    unsigned hits = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, delimiters));
+    while (hits != 0) {
+      if (!end_field(&fields, &fieldStart, j + (size_t)__builtin_ctz(hits), starts, ends)) return -1;
+      hits &= hits - 1;
+    }
+  }
+#endif
+  for (; j < lf; j++) {
     uint8_t b = src[j];
     if ((int)b == quote) return -1;
-    if (b != delimiter) continue;
-    if (fields == ROW_PARSE_MAX_FIELDS - 1) return -1;
-    starts[fields] = fieldStart;
-    ends[fields] = j;
-    fields++;
-    fieldStart = j + 1;
+    if (b == delimiter && !end_field(&fields, &fieldStart, j, starts, ends)) return -1;
   }
   starts[fields] = fieldStart;
   ends[fields] = lf > fieldStart && src[lf - 1] == CR ? lf - 1 : lf;
