@@ -165,6 +165,17 @@ function randomText(seed: number, lines: number, fields: number, header: boolean
   return `${out.join('\n')}${rnd() < 0.5 ? '\n' : ''}`;
 }
 
+/** Runs `spec` by the JavaScript path and by the native one, and checks they agree on every entry, bad row and position. */
+function runBothWays(spec: Omit<RunSpec, 'bulk'>): { js: Outcome; native: Outcome } {
+  const js = run({ ...spec, bulk: false });
+  const native = run({ ...spec, bulk: true });
+  expect(native.spills).toEqual(js.spills);
+  expect(native.badRows).toEqual(js.badRows);
+  expect(native.rows).toBe(js.rows);
+  expect(native.stoppedAt).toBe(js.stoppedAt);
+  return { js, native };
+}
+
 const describeIfNative = nativeBlockCodec === null ? describe.skip : describe;
 
 describeIfNative('native CSV fast path against the JavaScript one', () => {
@@ -182,12 +193,7 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
       const text = randomText(seed * 7919, 3000, 5, header);
       for (const chunkBytes of [1 << 20, 977]) {
         const spec = { text, plan: plan(key, value, header), memoryLimitBytes: 1 << 20, chunkBytes, stopAt: Infinity };
-        const js = run({ ...spec, bulk: false });
-        const native = run({ ...spec, bulk: true });
-        expect(native.spills).toEqual(js.spills);
-        expect(native.badRows).toEqual(js.badRows);
-        expect(native.rows).toBe(js.rows);
-        expect(native.stoppedAt).toBe(js.stoppedAt);
+        const { js, native } = runBothWays(spec);
         expect(js.bulkTaken).toBe(0);
         expect(native.bulkTaken).toBeGreaterThan(js.rows / 2);
       }
@@ -212,12 +218,7 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
         )
         .join('\n');
       const spec = { text, plan: plan('1:int64', undefined, false), memoryLimitBytes: 4 << 20, chunkBytes: 1 << 20, stopAt: Infinity };
-      const js = run({ ...spec, bulk: false });
-      const native = run({ ...spec, bulk: true });
-      expect(native.spills).toEqual(js.spills);
-      expect(native.badRows).toEqual(js.badRows);
-      expect(native.rows).toBe(js.rows);
-      expect(native.stoppedAt).toBe(js.stoppedAt);
+      const { js, native } = runBothWays(spec);
       // Over the bound every record goes to JavaScript; under it most go native.
       if (fields > 256) expect(native.bulkTaken).toBe(0);
       else expect(native.bulkTaken).toBeGreaterThan(js.rows / 2);
