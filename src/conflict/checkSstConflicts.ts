@@ -286,19 +286,21 @@ function* scanWith(
       eng = null;
       yield* scanByGets(input);
     }
-    const describe = (): string => `requested (--conflict-strategy ${requested})`;
-    return { choice: { strategy: requested, describe, engineBytesInSpan: null, adaptive: null }, emptySpan: false };
+    return { choice: requestedChoice(requested), emptySpan: false };
   } finally {
     eng?.close();
   }
 }
 
+/** The choice of a strategy the caller named (--conflict-strategy seek or get). */
+function requestedChoice(requested: ScanStrategy): StrategyChoice {
+  return { strategy: requested, describe: () => `requested (--conflict-strategy ${requested})`, engineBytesInSpan: null, adaptive: null };
+}
+
 function emptySpanChoice(requested: 'auto' | ScanStrategy): StrategyChoice {
-  const describe =
-    requested === 'auto'
-      ? (): string => "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new"
-      : (): string => `requested (--conflict-strategy ${requested})`;
-  return { strategy: requested === 'get' ? 'get' : 'seek', describe, engineBytesInSpan: null, adaptive: null };
+  if (requested !== 'auto') return requestedChoice(requested);
+  const describe = (): string => "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
+  return { strategy: 'seek', describe, engineBytesInSpan: null, adaptive: null };
 }
 
 /** Runs the adaptive scan and describes what it chose (summary.strategy: the one that classified most keys). */

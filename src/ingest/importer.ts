@@ -77,9 +77,6 @@ import { PARALLEL_MIN_INPUT_BYTES } from './parse/prestart';
 import { ScratchQuota, bytesIn, checkScratchSpace, estimateScratchBytes, noSpaceErrorOf } from './diskSpace';
 
 export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
-// Inputs smaller than PARALLEL_MIN_INPUT_BYTES are parsed in-process (parse/prestart.ts says why
-// it lives there).
-export { PARALLEL_MIN_INPUT_BYTES };
 /**
  * Runs at least this large are merged on two worker threads by default (two cores or more).
  * Measured on 1,000 rows (under 1 MB): one thread 0.14 s, two 0.28 s (their start-up); on 1M
