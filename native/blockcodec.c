@@ -33,9 +33,13 @@
  *   adviseHugePages(view) -> boolean  madvise(MADV_HUGEPAGE) for a large fresh buffer
  *   releasePages(view) -> boolean  madvise(MADV_DONTNEED): a large buffer's memory back now
  *   startWriteback(fd, offset, length) -> boolean  start a file range's writeback (writeback.c)
+ *   punchHole(fd, offset, length) -> boolean  free a file range's blocks and pages (writeback.c)
  *   threadCpuSeconds() -> number  the calling thread's own CPU time (CLOCK_THREAD_CPUTIME_ID)
  *   sortEntries(...), gatherRun(...)  the import's sort buffer: sorting its entries by key and
  *       gathering them into a run file's chunk (rowSort.c)
+ *   mergeContextBytes, mergeInit, mergeSetReader, mergeSetOutput, mergeBlocks  the import's merge
+ *       of runs into data blocks (mergeBlocks.c; driven by src/ingest/sort/nativeMerge.ts)
+ *   xxph3(data, start, end) -> [lo, hi]  XXPH3-64, the filter's key hash (xxph3.c)
  *
  * Errors are thrown as JavaScript Errors with a `code` the caller maps to its own typed errors
  * (it knows the file name, block kind and offset): SHORT_READ (the file ends early; `missingBytes`
@@ -69,6 +73,8 @@
 #include "writeback.h"
 #include "snappyDecode.h"
 #include "xxh3.h"
+#include "xxph3.h"
+#include "mergeBlocks.h"
 
 #define BLOCK_TRAILER_BYTES 5
 #define SCRATCH_MAX_BYTES (256 * 1024)
@@ -773,7 +779,8 @@ static napi_value release_pages_js(napi_env env, napi_callback_info info) {
  * startWriteback(fd, offset, length) -> boolean: sync_file_range(SYNC_FILE_RANGE_WRITE) over
  * the range (writeback.c); false where the kernel refused or the platform has none. A hint only.
  */
-static napi_value start_writeback_js(napi_env env, napi_callback_info info) {
+/* (fd, offset, length) -> boolean calls on a file range: startWriteback and punchHole. */
+static napi_value file_range_call(napi_env env, napi_callback_info info, const char* usage, int (*call)(int, int64_t, int64_t)) {
   size_t argc = 3;
   napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -781,12 +788,21 @@ static napi_value start_writeback_js(napi_env env, napi_callback_info info) {
   int64_t offset, length;
   if (argc != 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int64(env, argv[1], &offset) != napi_ok ||
       napi_get_value_int64(env, argv[2], &length) != napi_ok || fd < 0 || offset < 0 || length < 0) {
-    throw_invalid(env, "startWriteback(fd, offset, length)");
+    throw_invalid(env, usage);
     return NULL;
   }
   napi_value result;
-  napi_get_boolean(env, start_writeback(fd, offset, length) != 0, &result);
+  napi_get_boolean(env, call(fd, offset, length) != 0, &result);
   return result;
+}
+
+static napi_value start_writeback_js(napi_env env, napi_callback_info info) {
+  return file_range_call(env, info, "startWriteback(fd, offset, length)", start_writeback);
+}
+
+/* punchHole(fd, offset, length) -> boolean: punch_hole (writeback.c). */
+static napi_value punch_hole_js(napi_env env, napi_callback_info info) {
+  return file_range_call(env, info, "punchHole(fd, offset, length)", punch_hole);
 }
 
 /*
@@ -804,6 +820,210 @@ static napi_value thread_cpu_seconds_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* The merge context argument: an 8-byte-aligned Uint8Array holding a checked MergeState. */
+static MergeState* get_merge_context(napi_env env, napi_value value) {
+  uint8_t* data;
+  size_t bytes;
+  if (!get_typed(env, value, napi_uint8_array, (void**)&data, &bytes)) return NULL;
+  MergeState* s = (MergeState*)data;
+  if (((uintptr_t)data & 7) != 0 || !merge_context_ok(s, bytes)) {
+    throw_invalid(env, "not a merge context (mergeContextBytes / mergeInit)");
+    return NULL;
+  }
+  return s;
+}
+
+/* mergeContextBytes(k) -> number: the context size for k runs. */
+static napi_value merge_context_bytes_js(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  uint32_t k;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc != 1 || napi_get_value_uint32(env, argv[0], &k) != napi_ok || k > (1u << 20)) {
+    throw_invalid(env, "mergeContextBytes(runs): runs in [0, 2^20]");
+    return NULL;
+  }
+  napi_value result;
+  napi_create_double(env, (double)merge_context_bytes(k), &result);
+  return result;
+}
+
+/*
+ * mergeInit(ctx, runs, blockSizeBytes, deviationLimitBytes, restartInterval, hashKeys,
+ * targetFileSizeBytes, low, high) -> undefined. low / high are Uint8Arrays or null; they, like
+ * every buffer given later, must stay alive (the driver holds them) while ctx is in use.
+ */
+static napi_value merge_init_js(napi_env env, napi_callback_info info) {
+  size_t argc = 9;
+  napi_value argv[9];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t k, blockSize, deviation, restartInterval;
+  bool hashKeys;
+  double target;
+  uint8_t* data;
+  size_t bytes;
+  if (argc != 9 || napi_get_value_uint32(env, argv[1], &k) != napi_ok || napi_get_value_uint32(env, argv[2], &blockSize) != napi_ok ||
+      napi_get_value_uint32(env, argv[3], &deviation) != napi_ok || napi_get_value_uint32(env, argv[4], &restartInterval) != napi_ok ||
+      napi_get_value_bool(env, argv[5], &hashKeys) != napi_ok || napi_get_value_double(env, argv[6], &target) != napi_ok ||
+      restartInterval == 0 || blockSize == 0) {
+    throw_invalid(env, "mergeInit(ctx, runs, blockSizeBytes, deviationLimitBytes, restartInterval, hashKeys, targetFileSizeBytes, low, high)");
+    return NULL;
+  }
+  if (!get_typed(env, argv[0], napi_uint8_array, (void**)&data, &bytes)) return NULL;
+  if (((uintptr_t)data & 7) != 0 || bytes < merge_context_bytes(k)) {
+    throw_invalid(env, "mergeInit: the context is unaligned or smaller than mergeContextBytes(runs)");
+    return NULL;
+  }
+  MergeState* s = (MergeState*)data;
+  merge_context_init(s, k);
+  s->blockSizeBytes = blockSize;
+  s->deviationLimitBytes = deviation;
+  s->restartInterval = restartInterval;
+  s->hashKeys = hashKeys;
+  s->targetFileSizeBytes = target;
+  napi_valuetype type;
+  for (int b = 0; b < 2; b++) {
+    napi_typeof(env, argv[7 + b], &type);
+    if (type == napi_null) continue;
+    uint8_t* key;
+    size_t keyBytes;
+    if (!get_bytes(env, argv[7 + b], &key, &keyBytes)) return NULL;
+    if (b == 0) {
+      s->low = key;
+      s->lowBytes = (uint32_t)keyBytes;
+      s->hasLow = 1;
+    } else {
+      s->high = key;
+      s->highBytes = (uint32_t)keyBytes;
+      s->hasHigh = 1;
+    }
+  }
+  return NULL;
+}
+
+/* mergeSetReader(ctx, i, buf, pos, limit, eof) -> undefined: run i's read buffer and its valid bytes [pos, limit). */
+static napi_value merge_set_reader_js(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t i, pos, limit;
+  bool eof;
+  uint8_t* buf;
+  size_t bytes;
+  if (argc != 6 || napi_get_value_uint32(env, argv[1], &i) != napi_ok || napi_get_value_uint32(env, argv[3], &pos) != napi_ok ||
+      napi_get_value_uint32(env, argv[4], &limit) != napi_ok || napi_get_value_bool(env, argv[5], &eof) != napi_ok) {
+    throw_invalid(env, "mergeSetReader(ctx, i, buf, pos, limit, eof)");
+    return NULL;
+  }
+  MergeState* s = get_merge_context(env, argv[0]);
+  if (s == NULL || !get_bytes(env, argv[2], &buf, &bytes)) return NULL;
+  if (i >= s->k || pos > limit || limit > bytes) {
+    throw_invalid(env, "mergeSetReader: reader index or [pos, limit) out of range");
+    return NULL;
+  }
+  MergeReader* r = merge_readers(s) + i;
+  r->buf = buf;
+  r->pos = pos;
+  r->limit = limit;
+  r->eof = eof;
+  return NULL;
+}
+
+/*
+ * mergeSetOutput(ctx, block, restarts, hashLo, hashHi, keys) -> undefined: where blocks, restart
+ * offsets, key hashes and the three internal-key slots (keys: 3 equal slots) go. The entry
+ * capacity is the shortest of restarts - 1, hashLo and hashHi. Contents already written (an open
+ * block) must have been copied over by the caller.
+ */
+static napi_value merge_set_output_js(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc != 6) {
+    throw_invalid(env, "mergeSetOutput(ctx, block, restarts, hashLo, hashHi, keys)");
+    return NULL;
+  }
+  MergeState* s = get_merge_context(env, argv[0]);
+  uint8_t *block, *keys;
+  size_t blockBytes, keysBytes, restarts, lo, hi;
+  uint32_t *restartData, *loData, *hiData;
+  if (s == NULL || !get_bytes(env, argv[1], &block, &blockBytes) ||
+      !get_typed(env, argv[2], napi_uint32_array, (void**)&restartData, &restarts) ||
+      !get_typed(env, argv[3], napi_uint32_array, (void**)&loData, &lo) || !get_typed(env, argv[4], napi_uint32_array, (void**)&hiData, &hi) ||
+      !get_bytes(env, argv[5], &keys, &keysBytes))
+    return NULL;
+  size_t entries = restarts > 0 ? restarts - 1 : 0;
+  if (lo < entries) entries = lo;
+  if (hi < entries) entries = hi;
+  size_t slot = keysBytes / 3;
+  if (entries < 1 || blockBytes > UINT32_MAX || slot > UINT32_MAX || entries > UINT32_MAX || slot < 8 ||
+      (size_t)s->entriesBytes + 4 * ((size_t)s->restartCount + 1) > blockBytes || s->blockEntries > entries ||
+      (size_t)s->lastKeyBytes > slot || (size_t)s->firstKeyBytes > slot) {
+    throw_invalid(env, "mergeSetOutput: an output smaller than what it already holds, or empty");
+    return NULL;
+  }
+  s->block = block;
+  s->blockCapacity = (uint32_t)blockBytes;
+  s->restarts = restartData;
+  s->hashLo = loData;
+  s->hashHi = hiData;
+  s->entryCapacity = (uint32_t)entries;
+  s->keys = keys;
+  s->keySlotBytes = (uint32_t)slot;
+  return NULL;
+}
+
+/* mergeBlocks(ctx, io) -> code: merge_blocks (mergeBlocks.c); io is a Float64Array of MIO_SLOTS. */
+static napi_value merge_blocks_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  double* io;
+  size_t slots;
+  if (argc != 2) {
+    throw_invalid(env, "mergeBlocks(ctx, io)");
+    return NULL;
+  }
+  MergeState* s = get_merge_context(env, argv[0]);
+  if (s == NULL || !get_typed(env, argv[1], napi_float64_array, (void**)&io, &slots)) return NULL;
+  if (slots < MIO_SLOTS || s->block == NULL) {
+    throw_invalid(env, "mergeBlocks: io too short, or no output set");
+    return NULL;
+  }
+  MergeReader* rs = merge_readers(s);
+  for (uint32_t i = 0; i < s->k; i++) {
+    if (rs[i].buf == NULL) {
+      throw_invalid(env, "mergeBlocks: a reader without a buffer");
+      return NULL;
+    }
+  }
+  napi_value result;
+  napi_create_int32(env, merge_blocks(s, io), &result);
+  return result;
+}
+
+/* xxph3(data, start, end) -> [lo, hi]: XXPH3-64 of data[start, end) as two uint32 halves (tests). */
+static napi_value xxph3_js(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint8_t* data;
+  size_t length, start, end;
+  if (argc != 3 || !get_bytes(env, argv[0], &data, &length) || !get_index(env, argv[1], length, &start) ||
+      !get_index(env, argv[2], length, &end) || end < start) {
+    if (argc != 3) throw_invalid(env, "xxph3(data, start, end)");
+    return NULL;
+  }
+  uint64_t h = xxph3_64(data + start, end - start);
+  napi_value result, lo, hi;
+  napi_create_array_with_length(env, 2, &result);
+  napi_create_uint32(env, (uint32_t)h, &lo);
+  napi_create_uint32(env, (uint32_t)(h >> 32), &hi);
+  napi_set_element(env, result, 0, lo);
+  napi_set_element(env, result, 1, hi);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor properties[] = {
       {"readBlock", NULL, read_block, NULL, NULL, NULL, napi_default, NULL},
@@ -817,7 +1037,14 @@ NAPI_MODULE_INIT() {
       {"parseRows", NULL, parse_rows_js, NULL, NULL, NULL, napi_default, NULL},
       {"releasePages", NULL, release_pages_js, NULL, NULL, NULL, napi_default, NULL},
       {"startWriteback", NULL, start_writeback_js, NULL, NULL, NULL, napi_default, NULL},
+      {"punchHole", NULL, punch_hole_js, NULL, NULL, NULL, napi_default, NULL},
       {"threadCpuSeconds", NULL, thread_cpu_seconds_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mergeContextBytes", NULL, merge_context_bytes_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mergeInit", NULL, merge_init_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mergeSetReader", NULL, merge_set_reader_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mergeSetOutput", NULL, merge_set_output_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mergeBlocks", NULL, merge_blocks_js, NULL, NULL, NULL, napi_default, NULL},
+      {"xxph3", NULL, xxph3_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

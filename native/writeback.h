@@ -7,4 +7,7 @@
 /* 1 when the kernel took the request, 0 when it did not or the platform has no such call. */
 int start_writeback(int fd, int64_t offset, int64_t length);
 
+/* 1 when [offset, offset + length) was punched out of the file (its size kept), 0 when refused. */
+int punch_hole(int fd, int64_t offset, int64_t length);
+
 #endif

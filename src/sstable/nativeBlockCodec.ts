@@ -89,6 +89,8 @@ export interface NativeBlockCodec {
    * fsync makes data durable.
    */
   startWriteback(fd: number, offset: number, length: number): boolean;
+  /** Punches fd's bytes [offset, offset + length) out of the file, size kept (Linux fallocate PUNCH_HOLE); false where refused. */
+  punchHole(fd: number, offset: number, length: number): boolean;
   /**
    * CPU seconds of the calling thread alone (CLOCK_THREAD_CPUTIME_ID), -1 where unavailable:
    * unlike process.cpuUsage(), V8's background compiler and GC threads are not counted.
@@ -156,6 +158,39 @@ export interface NativeBlockCodec {
     line: Float64Array,
     state: Float64Array,
   ): number;
+  /** Bytes of a merge context for `runs` runs (native/mergeBlocks.c; driven by src/ingest/sort/nativeMerge.ts). */
+  mergeContextBytes(runs: number): number;
+  /**
+   * Resets `ctx` (8-byte aligned, mergeContextBytes(runs) long) for a merge of `runs` runs into
+   * data blocks cut by these rules, hashing user keys for a FastLocalBloom filter when `hashKeys`,
+   * over keys in [low, high) (null: unbounded). low / high must stay alive while ctx is used.
+   */
+  mergeInit(
+    ctx: Uint8Array,
+    runs: number,
+    blockSizeBytes: number,
+    deviationLimitBytes: number,
+    restartInterval: number,
+    hashKeys: boolean,
+    targetFileSizeBytes: number,
+    low: Uint8Array | null,
+    high: Uint8Array | null,
+  ): void;
+  /** Lends run i's read buffer; its valid bytes are [pos, limit). It must stay alive until replaced. */
+  mergeSetReader(ctx: Uint8Array, i: number, buf: Uint8Array, pos: number, limit: number, eof: boolean): void;
+  /** Lends the outputs: the block, its restart offsets, the key hashes, three internal-key slots (keys / 3 each). */
+  mergeSetOutput(
+    ctx: Uint8Array,
+    block: Uint8Array,
+    restarts: Uint32Array,
+    hashLo: Uint32Array,
+    hashHi: Uint32Array,
+    keys: Uint8Array,
+  ): void;
+  /** Runs the merge until it must stop; returns why (MergeStop in src/ingest/sort/nativeMerge.ts), details in io. */
+  mergeBlocks(ctx: Uint8Array, io: Float64Array): number;
+  /** XXPH3-64 of data[start, end) as [lo, hi] uint32 halves (native/xxph3.c). */
+  xxph3(data: Uint8Array, start: number, end: number): [number, number];
 }
 
 const MODULE_RELATIVE_PATH = path.join('build', 'Release', 'blockcodec.node');
@@ -186,7 +221,10 @@ function isNativeBlockCodec(m: unknown): m is NativeBlockCodec {
     typeof r.startWriteback === 'function' &&
     typeof r.threadCpuSeconds === 'function' &&
     typeof r.sortEntries === 'function' &&
-    typeof r.gatherRun === 'function'
+    typeof r.gatherRun === 'function' &&
+    typeof r.mergeBlocks === 'function' &&
+    typeof r.punchHole === 'function' &&
+    typeof r.xxph3 === 'function'
   );
 }
 

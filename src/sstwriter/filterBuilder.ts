@@ -25,7 +25,7 @@
  * Bits per key (a double) is sanitised as RocksDB does: < 0.5 means no filter, [0.5, 1) becomes
  * 1, >= 100 becomes 100; then millibits = floor(bits * 1000 + 0.500001).
  */
-import { IngestError } from '../util/errors';
+import { IngestError, assert } from '../util/errors';
 import { LEGACY_BLOOM_HASH_SEED, hash32, xxph3, xxph3Result } from '../sstable/hash';
 import {
   CACHE_LINE_BYTES,
@@ -51,6 +51,12 @@ const EMPTY_CHUNK = new Uint32Array(0);
 export interface FilterBuilder {
   /** Adds a user key; keys come in file order. Adjacent duplicate hashes are dropped. */
   addKey(userKey: Uint8Array): void;
+  /**
+   * Adds the XXPH3 hashes of `count` user keys, in file order, as addKey would have computed
+   * them (lo[i] / hi[i]: bits 0..31 / 32..63). Only the FastLocalBloom builder (format_version 5)
+   * takes hashes; the legacy one hashes differently and refuses them.
+   */
+  addHashes(lo: Uint32Array, hi: Uint32Array, count: number): void;
   /** Hashes kept so far (`rocksdb.num.filter_entries`). */
   numEntries(): number;
   /** The filter block contents including its metadata; null when no key was added. */
@@ -143,6 +149,10 @@ class LegacyBloomBuilder implements FilterBuilder {
     this.count++;
   }
 
+  addHashes(): void {
+    assert(false, 'the legacy Bloom filter hashes keys itself: use addKey()');
+  }
+
   numEntries(): number {
     return this.count;
   }
@@ -196,6 +206,21 @@ class FastLocalBloomBuilder implements FilterBuilder {
     this.lastLo = lo;
     this.lastHi = hi;
     this.count++;
+  }
+
+  addHashes(lo: Uint32Array, hi: Uint32Array, count: number): void {
+    if (!(count <= lo.length && count <= hi.length)) assert(false, 'more hashes than the arrays hold');
+    for (let i = 0; i < count; i++) {
+      const l = lo[i];
+      const h = hi[i];
+      if (this.count > 0 && this.lastLo === l && this.lastHi === h) continue;
+      if (this.count === this.maxEntries) throw tooManyKeys(this.maxEntries);
+      this.hashLo.append(this.count, l);
+      this.hashHi.append(this.count, h);
+      this.lastLo = l;
+      this.lastHi = h;
+      this.count++;
+    }
   }
 
   numEntries(): number {

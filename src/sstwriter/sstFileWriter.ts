@@ -24,7 +24,7 @@ import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
 import { ValueType, formatKey, TRAILER_BYTES } from '../base/internalKey';
 import { TableProperties } from '../sstable/properties';
-import { TableBuilderOptions } from './tableBuilder';
+import { EncodedDataBlock, TableBuilderOptions } from './tableBuilder';
 import { TableFileWriter } from './tableFileWriter';
 import { copyBytes } from '../util/byteRanges';
 
@@ -101,6 +101,23 @@ export class SstFileWriter {
    */
   fileSizeEstimate(): number {
     return this.table.fileSizeEstimate();
+  }
+
+  /**
+   * Writes a data block of Puts the caller encoded itself (see EncodedDataBlock in
+   * tableBuilder.ts): the import's native merge. A writer takes either these or put / delete /
+   * merge, not both; blocks must come in key order (KEY_ORDER otherwise, which breaks the writer).
+   */
+  putEncodedBlock(block: EncodedDataBlock): void {
+    if (this.done || this.failure !== null) this.checkOpen();
+    if (this.previousKeyLength >= 0)
+      throw new IngestError('INVALID_ARGUMENT', `SstFileWriter for ${this.path}: putEncodedBlock() after put()`);
+    try {
+      this.table.addEncodedDataBlock(block);
+    } catch (e) {
+      this.failure = e;
+      throw e;
+    }
   }
 
   deleteRange(startUserKey: Uint8Array, endUserKey: Uint8Array): void {

@@ -231,6 +231,26 @@ export interface TableBuildResult {
   properties: TableProperties;
 }
 
+/**
+ * A data block its caller encoded itself (the import's native merge, src/ingest/sort/nativeMerge.ts),
+ * for `TableBuilder.addEncodedDataBlock`: its finished contents (entries, restart offsets and
+ * their count, as BlockBuilder.finish lays them out), the internal keys at its two ends, the
+ * internal key that starts the next block (null when it is the table's last), its counts, and,
+ * when the table has a filter, the XXPH3 hashes of its user keys in entry order. Every entry is
+ * a Put at sequence 0. The views are read during the call only.
+ */
+export interface EncodedDataBlock {
+  contents: Buffer;
+  firstKey: Uint8Array;
+  lastKey: Uint8Array;
+  nextKey: Uint8Array | null;
+  entries: number;
+  rawKeyBytes: number;
+  rawValueBytes: number;
+  hashLo: Uint32Array;
+  hashHi: Uint32Array;
+}
+
 export class TableBuilder {
   private readonly options: TableBuilderOptions;
   private readonly dataBlock: BlockBuilder;
@@ -255,6 +275,8 @@ export class TableBuilder {
   private smallestSeq = Number.MAX_SAFE_INTEGER;
   private largestSeq = 0;
   private closed = false;
+  /** The last key of the last encoded block (addEncodedDataBlock); null while add() feeds the table. */
+  private lastEncodedKey: Buffer | null = null;
 
   constructor(
     private readonly sink: TableSink,
@@ -279,6 +301,7 @@ export class TableBuilder {
    */
   add(internalKey: Uint8Array, value: Uint8Array, userKey?: Uint8Array): void {
     if (this.closed) assert(false, 'TableBuilder used after finish() or abandon()');
+    if (this.lastEncodedKey !== null) assert(false, 'add() after addEncodedDataBlock(): a table takes one or the other');
     const keyBytes = internalKey.length;
     if (keyBytes < TRAILER_BYTES)
       throw new IngestError('INVALID_ARGUMENT', `internal key of ${keyBytes} bytes is shorter than its 8-byte trailer`);
@@ -330,6 +353,40 @@ export class TableBuilder {
     }
   }
 
+  /**
+   * Writes a data block the caller encoded (see EncodedDataBlock), as flushDataBlock would have
+   * written the same entries added one by one: indexed by the separator of its last key and
+   * `nextKey`, its hashes added to the filter, its counts to the properties. Blocks must come in
+   * key order (KEY_ORDER otherwise) and a table takes either these or add(), not both; the
+   * table must store its blocks inline (no backgroundCompression).
+   */
+  addEncodedDataBlock(b: EncodedDataBlock): void {
+    if (this.closed) assert(false, 'TableBuilder used after finish() or abandon()');
+    if (!this.dataBlock.empty() || this.pipeline !== null) assert(false, 'addEncodedDataBlock() needs an inline table fed no add()');
+    if (!(b.entries > 0 && b.firstKey.length >= TRAILER_BYTES && b.lastKey.length >= TRAILER_BYTES))
+      assert(false, 'an encoded block has entries and internal keys');
+    if (sequenceOf(b.firstKey) !== 0 || sequenceOf(b.lastKey) !== 0) assert(false, 'encoded blocks hold sequence-0 entries');
+    const previous = this.lastEncodedKey;
+    if (previous !== null && compareInternalKeyRanges(previous, b.firstKey) >= 0) {
+      throw new IngestError(
+        'KEY_ORDER',
+        `internal key ${describeInternalKey(b.firstKey)} is not greater than the previous key ${describeInternalKey(previous)}`,
+      );
+    }
+    if (this.filter !== null) this.filter.addHashes(b.hashLo, b.hashHi, b.entries);
+    this.index.addPreparedEntry(prepareIndexKey(b.lastKey, b.nextKey), this.writeBlock(b.contents, true));
+    if (this.firstKey === null) this.firstKey = Buffer.from(b.firstKey);
+    this.lastEncodedKey = previous !== null && previous.length === b.lastKey.length ? previous : Buffer.allocUnsafe(b.lastKey.length);
+    this.lastEncodedKey.set(b.lastKey);
+    if (this.smallestSeq > 0) this.smallestSeq = 0;
+    const p = this.props;
+    this.numPointEntries += b.entries;
+    p.numEntries += b.entries;
+    p.rawKeySize += b.rawKeyBytes;
+    p.rawValueSize += b.rawValueBytes;
+    p.numDataBlocks++;
+  }
+
   /** Adds range tombstone [startUserKey, endUserKey) at sequence `seq` (start < end). */
   addRangeTombstone(startUserKey: Uint8Array, endUserKey: Uint8Array, seq: number): void {
     assert(!this.closed, 'TableBuilder used after finish() or abandon()');
@@ -372,7 +429,7 @@ export class TableBuilder {
     const p = this.props;
     const meta = new MetaindexBuilder();
 
-    const lastPointKey = this.dataBlock.empty() ? null : Buffer.from(this.dataBlock.lastKey());
+    const lastPointKey = this.dataBlock.empty() ? this.lastEncodedKey : Buffer.from(this.dataBlock.lastKey());
     if (!this.dataBlock.empty()) this.flushDataBlock(null);
     if (this.pipeline !== null) {
       this.pipeline.flush();

@@ -18,7 +18,7 @@
 import * as fs from 'fs';
 import { IngestError } from '../util/errors';
 import { FileSink } from './fileSink';
-import { TableBuildResult, TableBuilder, TableBuilderOptions, resolveTableBuilderOptions } from './tableBuilder';
+import { EncodedDataBlock, TableBuildResult, TableBuilder, TableBuilderOptions, resolveTableBuilderOptions } from './tableBuilder';
 
 export interface TableFileMetadata extends TableBuildResult {
   path: string;
@@ -58,6 +58,12 @@ export class TableFileWriter {
   add(internalKey: Uint8Array, value: Uint8Array, userKey?: Uint8Array): void {
     this.checkOpen();
     this.builder.add(internalKey, value, userKey);
+  }
+
+  /** See TableBuilder.addEncodedDataBlock. */
+  addEncodedDataBlock(block: EncodedDataBlock): void {
+    this.checkOpen();
+    this.builder.addEncodedDataBlock(block);
   }
 
   addRangeTombstone(startUserKey: Uint8Array, endUserKey: Uint8Array, seq: number): void {

@@ -17,7 +17,8 @@
  * - merge (parallel, one key range per merge thread): the ranges, before any worker starts;
  *   then each SST as its worker reports it, with its range's counts up to its last key. The
  *   next attempt merges the same ranges, each from the key after its last finished file. A
- *   kill redoes at most the file each worker was writing: one SST's worth per merge thread.
+ *   kill redoes at most the file each worker was writing: one SST's worth per merge thread (a
+ *   worker starts its next file only once the main thread has recorded the last one).
  * - small imports (under STEP_CHECKPOINTS_FROM_INPUT_BYTES of input, checkpointsSteps): none of
  *   the above; the parse and the merge run as without a job and only "merged" is recorded. A kill
  *   before it redoes the import whole, at most that much input.
@@ -28,10 +29,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { IngestError } from '../../util/errors';
 import { syncDir, syncPath, syncPathAsync } from '../../engine/durableFs';
-import { FIRST_ENTRY_OFFSET, RunInfo } from '../sort/runFile';
+import { FIRST_ENTRY_OFFSET, RunInfo, WHOLE_RUN, startOffsetBelow } from '../sort/runFile';
 import { DuplicatePair, MergeCheckpoint, MergeRange, MergeResult } from '../sort/mergeToSsts';
 import { WrittenFile, tempPrefix } from '../sort/sstSetWriter';
-import { KeyRangePlan, startOffsetBelow } from '../sort/parallelMerge';
+import { KeyRangePlan } from '../sort/parallelMerge';
 import { ParseResume } from '../parse/parallelParse';
 import { ParseOutcome } from '../parse/parseTypes';
 import { ImportJob, JobDuplicate, JobFile, JobMergePartition, finishedJobFiles } from './importJob';
@@ -291,7 +292,8 @@ export function recordMerged(job: ImportJob, outputDir: string, files: readonly 
  */
 export function resumedMergeRange(runs: readonly RunInfo[], finished: readonly JobFile[]): MergeRange {
   const low = keyAfter(finished);
-  return { low, high: null, startOffsets: startOffsetsFrom(runs, low) };
+  // The only merge of these runs: it may punch what it reads, behind its checkpoints.
+  return { low, high: null, startOffsets: startOffsetsFrom(runs, low), regions: runs.map(() => WHOLE_RUN) };
 }
 
 /** The successor of the last key the finished files hold (nothing sorts between k and k ‖ 0x00); null when there are none. */

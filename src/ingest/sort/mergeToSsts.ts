@@ -14,32 +14,30 @@
 import { copyBytes } from '../../util/byteRanges';
 import { RunInfo, RunReader, RunWriter } from './runFile';
 import { PREFIX_BYTES, RunMerger, compareRanges } from './runMerger';
-import { SstSetWriter, WrittenFile } from './sstSetWriter';
+import { SstSetWriter } from './sstSetWriter';
+import {
+  DuplicatePolicy,
+  MAX_DUPLICATE_EXAMPLES,
+  MergeRange,
+  MergeResult,
+  MergeResumeHooks,
+  PROGRESS_EVERY_ENTRIES,
+  checkpointAt,
+  punchingBehindCheckpoints,
+  readRegionsFor,
+} from './mergeResult';
+import { canMergeNatively, mergeRunsIntoSstsNatively } from './nativeMerge';
 
-export type DuplicatePolicy = 'error' | 'first' | 'last';
-export const MAX_DUPLICATE_EXAMPLES = 100;
-/** Entries between progress callbacks. */
-const PROGRESS_EVERY_ENTRIES = 1 << 16;
-
-export interface RowPosition {
-  source: number;
-  line: number;
-}
-
-export interface DuplicatePair {
-  key: Buffer;
-  first: RowPosition;
-  duplicate: RowPosition;
-}
-
-export interface MergeResult {
-  /** Rows read from the runs. */
-  rowsMerged: number;
-  /** Rows written to SSTs. */
-  rowsWritten: number;
-  duplicateCount: number;
-  duplicates: DuplicatePair[];
-}
+export type {
+  DuplicatePair,
+  DuplicatePolicy,
+  MergeCheckpoint,
+  MergeRange,
+  MergeResult,
+  MergeResumeHooks,
+  RowPosition,
+} from './mergeResult';
+export { MAX_DUPLICATE_EXAMPLES } from './mergeResult';
 
 /**
  * A copy of one key (or value) in a Buffer of exactly its length, reused while the length stays
@@ -54,30 +52,6 @@ class Held {
   }
 }
 
-/** A key range [low, high) of the merge (null: unbounded), and where each run's reader starts for it. */
-export interface MergeRange {
-  low: Buffer | null;
-  high: Buffer | null;
-  startOffsets: number[];
-}
-
-/** What a merge has done up to the end of a finished file: the rows at or below its last key. */
-export interface MergeCheckpoint {
-  rowsWritten: number;
-  duplicateCount: number;
-  duplicates: DuplicatePair[];
-}
-
-/**
- * A resumable merge (src/ingest/resume/): it starts with the counts of the files an earlier
- * attempt finished (its range starts after their last key), and reports each file it finishes
- * with the counts up to that file's last key, so a later resume starts there.
- */
-export interface MergeResumeHooks {
-  initial: MergeCheckpoint;
-  onFileFinished(file: WrittenFile, upToHere: MergeCheckpoint): void;
-}
-
 export function mergeRunsIntoSsts(
   runs: readonly RunInfo[],
   policy: DuplicatePolicy,
@@ -87,12 +61,15 @@ export function mergeRunsIntoSsts(
   range?: MergeRange,
   resume?: MergeResumeHooks,
 ): MergeResult {
+  if (canMergeNatively(policy, out)) return mergeRunsIntoSstsNatively(runs, policy, out, readBufferBytes, onProgress, range, resume);
   // Without a range this merge is the runs' only reader: each run is deleted once read.
+  const regions = readRegionsFor(runs, range, resume);
   const merger = new RunMerger(
     runs,
     readBufferBytes,
-    range === undefined ? { deleteRuns: true } : { startOffsets: range.startOffsets, low: range.low, high: range.high },
+    range === undefined ? { deleteRuns: true, regions } : { startOffsets: range.startOffsets, low: range.low, high: range.high, regions },
   );
+  const hooks = resume === undefined ? undefined : punchingBehindCheckpoints(runs, () => merger.runReaders, resume);
   const prevKey = new Held();
   const heldValue = new Held();
   // Prefix words of the previous key (see src/ingest/sort/runMerger.ts); -1 before the first row, which no key has.
@@ -116,7 +93,7 @@ export function mergeRunsIntoSsts(
   // Duplicates of the key in prevKey: under "last" that key is not yet written when a file is
   // cut before it, so its duplicates belong after the cut (see checkpointAt).
   let dupsOfPrevKey = 0;
-  if (resume !== undefined) out.onFileFinished = (f) => resume.onFileFinished(f, checkpointAt(f, result, dupsOfPrevKey));
+  if (hooks !== undefined) out.onFileFinished = (f) => hooks.onFileFinished(f, checkpointAt(f, result, dupsOfPrevKey));
   try {
     while (merger.next()) {
       const r = merger.current as RunReader;
@@ -186,21 +163,6 @@ export function mergeRunsIntoSsts(
     out.onFileFinished = null;
     merger.close();
   }
-}
-
-/**
- * The counts up to the last key of `file`, just finished: every duplicate so far but those of a
- * key after it (under "last", the held key whose add cut the file: its duplicates are counted
- * already, its row is not written yet; under "first" and "error" a cut comes at a new key's
- * first row, before any duplicate of it, and dupsOfPrevKey is 0).
- */
-function checkpointAt(file: WrittenFile, result: MergeResult, dupsOfPrevKey: number): MergeCheckpoint {
-  const last = Buffer.from(file.largestUserKey);
-  return {
-    rowsWritten: result.rowsWritten,
-    duplicateCount: result.duplicateCount - dupsOfPrevKey,
-    duplicates: result.duplicates.filter((d) => Buffer.compare(d.key, last) <= 0),
-  };
 }
 
 /** Merges runs into one run, keeping every row (no duplicate handling): for too many runs. */

@@ -13,6 +13,9 @@ import { MergeResumeHooks, mergeRunsIntoSsts } from './mergeToSsts';
 import { MergeReply, MergeTask, withBufferKeys } from './parallelMerge';
 import { SstSetWriter } from './sstSetWriter';
 
+/** Longest single wait for the main thread's record of a file; the wait loops until it comes. */
+const RECORD_WAIT_SLICE_MS = 1000;
+
 function runMergeTask(t: MergeTask): MergeReply {
   const out = new SstSetWriter(t.outputDir, t.token, t.partition, t.targetFileSizeBytes, t.sstOptions, t.rowOrigins);
   const progress = new Float64Array(t.progress);
@@ -20,9 +23,17 @@ function runMergeTask(t: MergeTask): MergeReply {
   let hooks: MergeResumeHooks | undefined;
   if (t.report !== null) {
     out.firstFileIndex = t.report.firstFileIndex;
+    const recorded = new Int32Array(t.recorded);
+    let reported = 0;
     hooks = {
       initial: withBufferKeys(t.report.initial),
-      onFileFinished: (file, upTo) => port.postMessage({ type: 'file', file, upTo } satisfies MergeReply),
+      // The main thread records each file after this thread reports it; the next file starts
+      // only once it has, so a kill redoes at most the file each merge thread was writing.
+      onFileFinished: (file, upTo) => {
+        port.postMessage({ type: 'file', file, upTo } satisfies MergeReply);
+        waitUntilRecorded(recorded, t.partition, ++reported);
+      },
+      durableFiles: () => Atomics.load(recorded, t.partition),
     };
   }
   try {
@@ -38,6 +49,7 @@ function runMergeTask(t: MergeTask): MergeReply {
         low: t.lowHex === null ? null : Buffer.from(t.lowHex, 'hex'),
         high: t.highHex === null ? null : Buffer.from(t.highHex, 'hex'),
         startOffsets: t.startOffsets,
+        regions: t.regions,
       },
       hooks,
     );
@@ -51,6 +63,13 @@ function runMergeTask(t: MergeTask): MergeReply {
     out.abort(t.report !== null);
     const err = e as Error;
     return { type: 'error', message: err.message, code: e instanceof IngestError ? e.code : null, stack: err.stack ?? '' };
+  }
+}
+
+/** Blocks until the main thread has recorded `files` files of this partition (it notifies the cell). */
+function waitUntilRecorded(recorded: Int32Array, partition: number, files: number): void {
+  for (let seen = Atomics.load(recorded, partition); seen < files; seen = Atomics.load(recorded, partition)) {
+    Atomics.wait(recorded, partition, seen, RECORD_WAIT_SLICE_MS);
   }
 }
 

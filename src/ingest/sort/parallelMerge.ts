@@ -19,7 +19,9 @@ import { IngestError, assert } from '../../util/errors';
 import { SstFileWriterOptions } from '../../sstwriter/sstFileWriter';
 import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeCheckpoint, MergeResult } from './mergeToSsts';
 import { Progress } from '../progress';
-import { FIRST_ENTRY_OFFSET, RunInfo } from './runFile';
+import { FIRST_ENTRY_OFFSET, RunInfo, RunReadPlan, endOffsetAtOrAbove, startOffsetBelow } from './runFile';
+
+export { startOffsetBelow } from './runFile';
 import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
 import { startModuleWorker } from '../../util/workerBootstrap';
 
@@ -31,6 +33,8 @@ const MAX_POOLED_MERGE_WORKERS = 16;
 export interface MergeTask {
   runs: RunInfo[];
   startOffsets: number[];
+  /** Per run, where this partition stops reading and what it alone reads (readRegionsOf). */
+  regions: RunReadPlan[];
   lowHex: string | null;
   highHex: string | null;
   policy: DuplicatePolicy;
@@ -50,6 +54,12 @@ export interface MergeTask {
    * checkpoints them. Null: report only at the end.
    */
   report: { initial: MergeCheckpoint; firstFileIndex: number } | null;
+  /**
+   * Int32 slot per partition: files of this attempt the main thread has recorded (checkpointed),
+   * notified on each. A reporting worker starts its next file only once the last is recorded,
+   * and punches run bytes only behind recorded files (see MergeResumeHooks.durableFiles).
+   */
+  recorded: SharedArrayBuffer;
 }
 
 export type MergeReply =
@@ -95,16 +105,20 @@ export function planKeyRanges(runs: readonly RunInfo[], parts: number): KeyRange
 }
 
 /**
- * Where a reader of `run` starts for keys from `low` on: the last sample below `low` (the run's
- * first entry when there is none), so it skips at most one sample interval of entries below it.
+ * What partition `p` of `plans` reads of each run, and what only it reads: it stops at the first
+ * sample at or above its high bound; its left neighbour reads up to the first sample at or above
+ * p's low bound (the neighbour's high) and its right neighbour from the neighbour's start offset,
+ * so the bytes between those two are p's alone (see RunReadRegion).
  */
-export function startOffsetBelow(run: RunInfo, low: Buffer): number {
-  let offset = FIRST_ENTRY_OFFSET;
-  for (const s of run.samples) {
-    if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
-    offset = s.offset;
-  }
-  return offset;
+export function readRegionsOf(runs: readonly RunInfo[], plans: readonly KeyRangePlan[], p: number): RunReadPlan[] {
+  const highOf = (q: number): Buffer | null => (plans[q].highHex === null ? null : Buffer.from(plans[q].highHex as string, 'hex'));
+  const high = highOf(p);
+  const leftHigh = p === 0 ? null : highOf(p - 1);
+  return runs.map((run, r) => ({
+    endOffset: high === null ? run.bytes : endOffsetAtOrAbove(run, high),
+    punchFrom: leftHigh === null ? 0 : endOffsetAtOrAbove(run, leftHigh),
+    punchTo: p + 1 < plans.length ? plans[p + 1].startOffsets[r] : run.bytes,
+  }));
 }
 
 /**
@@ -164,7 +178,7 @@ export interface ParallelMergeOutcome {
 export async function mergeInWorkers(
   runs: RunInfo[],
   ranges: KeyRangePlan[],
-  base: Omit<MergeTask, 'runs' | 'startOffsets' | 'lowHex' | 'highHex' | 'partition' | 'progress' | 'report'>,
+  base: Omit<MergeTask, 'runs' | 'startOffsets' | 'regions' | 'lowHex' | 'highHex' | 'partition' | 'progress' | 'report' | 'recorded'>,
   totalRows: number,
   progress: Progress,
   niceness = 0,
@@ -172,6 +186,8 @@ export async function mergeInWorkers(
   pool: MergeWorkerPool | null = null,
 ): Promise<ParallelMergeOutcome> {
   const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
+  const recorded = new SharedArrayBuffer(ranges.length * Int32Array.BYTES_PER_ELEMENT);
+  const recordedFiles = new Int32Array(recorded);
   const merged = new Float64Array(cells);
   const timer = setInterval(() => {
     progress.update({
@@ -188,7 +204,16 @@ export async function mergeInWorkers(
         new Promise<{ result: MergeResult; files: WrittenFile[] }>((resolve, reject) => {
           const report =
             reporting === null ? null : { initial: reporting.initial[partition], firstFileIndex: reporting.finished[partition].length + 1 };
-          const task: MergeTask = { ...base, runs, ...range, partition, progress: cells, report };
+          const task: MergeTask = {
+            ...base,
+            runs,
+            ...range,
+            regions: readRegionsOf(runs, ranges, partition),
+            partition,
+            progress: cells,
+            report,
+            recorded,
+          };
           const standby = pool?.take() ?? null;
           const w = standby ?? startModuleWorker(__filename, 'mergeWorker', task, { niceness });
           if (standby !== null) standby.postMessage(task);
@@ -196,6 +221,8 @@ export async function mergeInWorkers(
             if (reply.type === 'file') {
               try {
                 reporting?.onFileFinished(partition, bufferedFile(reply.file), withBufferKeys(reply.upTo));
+                Atomics.add(recordedFiles, partition, 1);
+                Atomics.notify(recordedFiles, partition);
               } catch (e) {
                 w.off('message', onMessage);
                 reject(e);

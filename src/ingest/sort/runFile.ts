@@ -225,9 +225,62 @@ export function spillSortBuffer(buffer: SortBuffer, path: string, useNative = na
 }
 
 /**
- * Reads a run front to back, or from a sample's offset to the end. After `next()` returns true, the entry is
- * buf[keyStart, keyEnd) / buf[keyEnd, valueEnd) with `source` and `line`; those bytes stay valid
- * until the next call.
+ * Where one reader of a run reads, and what it may free behind itself (RunReader's `region`):
+ * - `endOffset`: it reads nothing at or past this offset (an entry start: the first sample at or
+ *   above the partition's high bound, so every entry there is past the partition), so the bytes
+ *   its neighbour partition alone reads stay its neighbour's;
+ * - `punchFrom` / `punchTo`: the bytes only this reader reads, which it punches out of the file
+ *   (fallocate PUNCH_HOLE) once consumed, up to `punchLimit` (raised by `allowPunchUpTo`;
+ *   unbounded when `punchLimit` is Infinity).
+ * Why punch: on a VM whose host backs guest memory lazily, and takes freed memory back, page
+ * cache the kernel has not used recently costs 1.5-5 ms per MiB on first write, and memory
+ * just freed 0.13 (docs/import.md, "Ninth round"); the SSTs the merge writes then land in the
+ * pages the runs gave up. A resumable job re-reads runs from its last finished file, so the
+ * merge raises the limit only to what a resume would no longer read.
+ */
+export interface RunReadRegion {
+  endOffset: number;
+  punchFrom: number;
+  punchTo: number;
+  punchLimit: number;
+}
+
+/**
+ * Where a reader of `run` starts for keys from `low` on: the last sample below `low` (the run's
+ * first entry when there is none), so it skips at most one sample interval of entries below it.
+ */
+export function startOffsetBelow(run: RunInfo, low: Uint8Array): number {
+  let offset = FIRST_ENTRY_OFFSET;
+  for (const s of run.samples) {
+    if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
+    offset = s.offset;
+  }
+  return offset;
+}
+
+/**
+ * Where a reader of `run` for keys below `high` may stop: the first sample at or above `high`
+ * (every entry from there on is at or above it, the run being sorted), or the run's end.
+ */
+export function endOffsetAtOrAbove(run: RunInfo, high: Uint8Array): number {
+  for (const s of run.samples) if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), high) >= 0) return s.offset;
+  return run.bytes;
+}
+
+/** A RunReadRegion before its punch limit is known (the merge sets it: see punchLimit). */
+export type RunReadPlan = Omit<RunReadRegion, 'punchLimit'>;
+
+/** The whole run, punched as it is read: for a merge that is a run's only reader. */
+export const WHOLE_RUN: RunReadPlan = Object.freeze({ endOffset: Infinity, punchFrom: 0, punchTo: Infinity });
+
+/** Bytes punched at once: one fallocate per this much consumed. */
+const PUNCH_STEP_BYTES = 256 << 10;
+const PAGE_BYTES = 4096;
+
+/**
+ * Reads a run front to back, or from a sample's offset to the end (or to `region.endOffset`).
+ * After `next()` returns true, the entry is buf[keyStart, keyEnd) / buf[keyEnd, valueEnd) with
+ * `source` and `line`; those bytes stay valid until the next call.
  */
 export class RunReader {
   readonly info: RunInfo;
@@ -243,25 +296,42 @@ export class RunReader {
   private fileOffset = 0;
   private eof = false;
   private seen = 0;
+  private readonly endOffset: number;
+  /** Punching (see RunReadRegion): the next byte to punch, the exclusive end, and the current limit. */
+  private punchedUpTo: number;
+  private readonly punchTo: number;
+  private punchLimit: number;
 
-  /** Entries are counted (and the count checked at the end) only when reading from the start. */
+  /** Entries are counted (and the count checked at the end) only when reading the whole run. */
   private readonly counting: boolean;
 
   /**
    * @param startOffset FIRST_ENTRY_OFFSET or a sample's offset
    * @param deleteAtEnd unlink the file once it has been read to the end (its only reader)
+   * @param region where to stop and what to punch (see RunReadRegion); none: to the end, no punching
    */
   constructor(
     info: RunInfo,
     readBufferBytes: number,
     startOffset = FIRST_ENTRY_OFFSET,
     private readonly deleteAtEnd = false,
+    region: RunReadRegion | null = null,
   ) {
     this.info = info;
     this.buf = Buffer.allocUnsafe(Math.max(readBufferBytes, MAX_ENTRY_HEADER_BYTES * 4));
-    this.counting = startOffset === FIRST_ENTRY_OFFSET;
+    this.endOffset = region === null ? Infinity : region.endOffset;
+    this.counting = startOffset === FIRST_ENTRY_OFFSET && this.endOffset >= info.bytes;
+    // SST_INGEST_PUNCH_RUNS=0 turns punching off (for comparisons).
+    const punching =
+      region !== null && region.punchTo > region.punchFrom && nativeBlockCodec !== null && process.env.SST_INGEST_PUNCH_RUNS !== '0';
+    // Never the first page: it holds the run's header, which every reader checks.
+    this.punchedUpTo = punching
+      ? Math.ceil(Math.max((region as RunReadRegion).punchFrom, FIRST_ENTRY_OFFSET) / PAGE_BYTES) * PAGE_BYTES
+      : 0;
+    this.punchTo = punching ? (region as RunReadRegion).punchTo : 0;
+    this.punchLimit = punching ? (region as RunReadRegion).punchLimit : 0;
     try {
-      this.fd = fs.openSync(info.path, 'r');
+      this.fd = fs.openSync(info.path, punching ? 'r+' : 'r');
     } catch (e) {
       throw new IngestError('IO', `cannot open run file ${info.path}: ${(e as Error).message}`, { cause: e });
     }
@@ -274,14 +344,30 @@ export class RunReader {
     this.refill(0);
   }
 
+  /** Lets the reader punch consumed bytes below `offset` (a resumable merge's last checkpoint allows it). */
+  allowPunchUpTo(offset: number): void {
+    if (offset > this.punchLimit) this.punchLimit = offset;
+  }
+
+  /** Punches the consumed bytes below `consumedOffset` that this reader alone reads, a step at a time. */
+  private punchConsumed(consumedOffset: number): void {
+    const end = Math.floor(Math.min(consumedOffset, this.punchTo, this.punchLimit) / PAGE_BYTES) * PAGE_BYTES;
+    if (end - this.punchedUpTo < PUNCH_STEP_BYTES || this.fd < 0) return;
+    // A refusal (a file system without hole punching) only leaves the pages in place.
+    (nativeBlockCodec as NonNullable<typeof nativeBlockCodec>).punchHole(this.fd, this.punchedUpTo, end - this.punchedUpTo);
+    this.punchedUpTo = end;
+  }
+
   /** Keeps buf[from, limit), moves it to the front, and reads more after it. */
   private refill(from: number): void {
+    if (this.punchTo > 0) this.punchConsumed(this.fileOffset - this.limit + from);
     const keep = this.limit - from;
     if (keep > 0 && from > 0) this.buf.copy(this.buf, 0, from, this.limit);
     this.limit = keep;
     this.pos = 0;
     while (!this.eof && this.limit < this.buf.length) {
-      const n = fs.readSync(this.fd, this.buf, this.limit, this.buf.length - this.limit, this.fileOffset);
+      const room = Math.min(this.buf.length - this.limit, this.endOffset - this.fileOffset);
+      const n = room <= 0 ? 0 : fs.readSync(this.fd, this.buf, this.limit, room, this.fileOffset);
       if (n === 0) this.eof = true;
       this.limit += n;
       this.fileOffset += n;
@@ -291,15 +377,7 @@ export class RunReader {
   next(): boolean {
     if (this.limit - this.pos < MAX_ENTRY_HEADER_BYTES && !this.eof) this.refill(this.pos);
     if (this.pos >= this.limit) {
-      if (this.counting && this.seen !== this.info.entries)
-        throw new IngestError('IO', `run file ${this.info.path} ended after ${this.seen} of ${this.info.entries} entries`);
-      if (this.deleteAtEnd && this.fd >= 0) {
-        // Read to the end: free its disk space now, on a libuv thread, while the merge goes on
-        // (unlinking a large file costs the kernel real time). A failure leaves it to the
-        // temp directory's removal at the end of the import.
-        this.close();
-        fs.unlink(this.info.path, () => undefined);
-      }
+      this.reachedEnd(this.seen);
       return false;
     }
     const buf = this.buf;
@@ -352,6 +430,48 @@ export class RunReader {
     this.pos = this.valueEnd;
     this.seen++;
     return true;
+  }
+
+  /**
+   * The run was read to its end after `seen` entries (by next(), or by the native merge, which
+   * decodes the buffer itself): checks the count, and frees the file when this is its only reader.
+   */
+  reachedEnd(seen: number): void {
+    if (this.counting && seen !== this.info.entries)
+      throw new IngestError('IO', `run file ${this.info.path} ended after ${seen} of ${this.info.entries} entries`);
+    if (this.deleteAtEnd && this.fd >= 0) {
+      // Free its disk space now, on a libuv thread, while the merge goes on (unlinking a large
+      // file costs the kernel real time). A failure leaves it to the temp directory's removal at
+      // the end of the import.
+      this.close();
+      fs.unlink(this.info.path, () => undefined);
+    }
+  }
+
+  /** Valid bytes in buf (from 0), and whether the file has nothing more: for the native merge. */
+  get validBytes(): number {
+    return this.limit;
+  }
+
+  get atEof(): boolean {
+    return this.eof;
+  }
+
+  /**
+   * For the native merge, which decodes the buffer itself: keeps buf[from, validBytes) at the
+   * front and reads more after it, first growing buf to `needBytes` (an entry longer than it).
+   */
+  refillFrom(from: number, needBytes: number): void {
+    if (!(from >= 0 && from <= this.limit))
+      throw new IngestError('IO', `run file ${this.info.path}: refill from ${from} outside the buffer`);
+    if (needBytes > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(needBytes);
+      this.buf.copy(bigger, 0, from, this.limit);
+      this.limit -= from;
+      this.buf = bigger;
+      from = 0;
+    }
+    this.refill(from);
   }
 
   close(): void {

@@ -24,7 +24,7 @@
  * until the next call.
  * Memory: one read buffer per run (`readBufferBytes`), nothing per entry.
  */
-import { RunInfo, RunReader } from './runFile';
+import { RunInfo, RunReadRegion, RunReader } from './runFile';
 
 /** Key bytes a prefix covers. */
 export const PREFIX_BYTES = 8;
@@ -64,6 +64,8 @@ export interface MergeBounds {
   high?: Uint8Array | null;
   /** Unlink each run as soon as it is read to the end (this merge is its only reader). */
   deleteRuns?: boolean;
+  /** Per run, where its reader stops and what it punches (RunReader); default: to the end, nothing. */
+  regions?: readonly (RunReadRegion | null)[];
 }
 
 export class RunMerger {
@@ -86,7 +88,11 @@ export class RunMerger {
 
   constructor(runs: readonly RunInfo[], readBufferBytes: number, bounds: MergeBounds = {}) {
     try {
-      runs.forEach((r, i) => this.readers.push(new RunReader(r, readBufferBytes, bounds.startOffsets?.[i], bounds.deleteRuns ?? false)));
+      runs.forEach((r, i) =>
+        this.readers.push(
+          new RunReader(r, readBufferBytes, bounds.startOffsets?.[i], bounds.deleteRuns ?? false, bounds.regions?.[i] ?? null),
+        ),
+      );
     } catch (e) {
       this.close();
       throw e;
@@ -207,6 +213,11 @@ export class RunMerger {
     this.current = null;
     this.winner = -1;
     return false;
+  }
+
+  /** The run readers, in run order (a resumable merge raises their punch limits). */
+  get runReaders(): readonly RunReader[] {
+    return this.readers;
   }
 
   close(): void {

@@ -152,7 +152,8 @@ export class SortBuffer {
    * kernel's THP mode is "never", nothing changes.
    */
   private adviseHugePages(): void {
-    if (nativeBlockCodec === null) return;
+    // SST_INGEST_HUGE_PAGES=0 leaves the buffers on 4 KiB pages (for comparisons).
+    if (nativeBlockCodec === null || process.env.SST_INGEST_HUGE_PAGES === '0') return;
     for (const v of this.views()) nativeBlockCodec.adviseHugePages(v);
   }
 

@@ -22,8 +22,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { IngestError } from '../../util/errors';
+import { IngestError, assert } from '../../util/errors';
 import { SstFileMetadata, SstFileWriter, SstFileWriterOptions, syncDirectory } from '../../sstwriter/sstFileWriter';
+import type { EncodedDataBlock } from '../../sstwriter/tableBuilder';
 import { RowOriginsWriter, originsPathFor } from '../../conflict/rowOriginsFile';
 import { crashPoint } from '../../util/crashPoints';
 
@@ -95,21 +96,58 @@ export class SstSetWriter {
   /** Adds one entry; `source` / `line` are the row's (as the runs carry them), for the origins file. */
   add(key: Uint8Array, value: Uint8Array, source: number, line: number): void {
     if (this.writer !== null && this.currentSize() >= this.targetFileSizeBytes) this.finishCurrent();
-    if (this.writer === null) {
-      const name = `${tempPrefix(this.token)}p${this.partition}-${finalSstName(this.firstFileIndex + this.files.length)}`;
-      const sstPath = path.join(this.dir, name);
-      const writer = new SstFileWriter(sstPath, this.options);
-      const sized = writer as SstFileWriter & SizedWriter;
-      this.sizeEstimate = typeof sized.fileSizeEstimate === 'function' ? () => (sized.fileSizeEstimate as () => number).call(writer) : null;
-      this.writer = writer;
-      this.bytesAdded = 0;
-      if (this.rowOrigins !== null) this.originsWriter = new RowOriginsWriter(originsPathFor(sstPath), this.rowOrigins.inputNames);
-    }
-    this.writer.put(key, value);
+    const writer = this.writer ?? this.open();
+    writer.put(key, value);
     this.bytesAdded += key.length + value.length;
     const origins = this.rowOrigins;
     if (origins !== null)
       (this.originsWriter as RowOriginsWriter).add(origins.inputOfSource[source], origins.lineOffsetOfSource[source] + line);
+  }
+
+  /**
+   * Adds a data block the merge encoded (src/ingest/sort/nativeMerge.ts) to the current file,
+   * starting one if none is open. The encoder decides the cuts, by add()'s rule on
+   * `openFileSizeBytes()`, and calls `cutFile()`; origins are not written on this path.
+   */
+  addEncodedBlock(block: EncodedDataBlock): void {
+    if (this.rowOrigins !== null) assert(false, 'encoded blocks carry no row origins');
+    (this.writer ?? this.open()).putEncodedBlock(block);
+  }
+
+  /** Whether origins side files are written (then every entry goes through add()). */
+  get writesOrigins(): boolean {
+    return this.rowOrigins !== null;
+  }
+
+  /** The SST options every file is written with; the cut target. */
+  get fileOptions(): Readonly<Partial<SstFileWriterOptions>> {
+    return this.options;
+  }
+
+  get targetFileBytes(): number {
+    return this.targetFileSizeBytes;
+  }
+
+  /** The open file's size estimate (SstFileWriter.fileSizeEstimate), or 0 when none is open. */
+  openFileSizeBytes(): number {
+    return this.writer === null ? 0 : this.currentSize();
+  }
+
+  /** Finishes the open file (the next entry or block starts a new one). */
+  cutFile(): void {
+    if (this.writer !== null) this.finishCurrent();
+  }
+
+  private open(): SstFileWriter {
+    const name = `${tempPrefix(this.token)}p${this.partition}-${finalSstName(this.firstFileIndex + this.files.length)}`;
+    const sstPath = path.join(this.dir, name);
+    const writer = new SstFileWriter(sstPath, this.options);
+    const sized = writer as SstFileWriter & SizedWriter;
+    this.sizeEstimate = typeof sized.fileSizeEstimate === 'function' ? () => (sized.fileSizeEstimate as () => number).call(writer) : null;
+    this.writer = writer;
+    this.bytesAdded = 0;
+    if (this.rowOrigins !== null) this.originsWriter = new RowOriginsWriter(originsPathFor(sstPath), this.rowOrigins.inputNames);
+    return writer;
   }
 
   private currentSize(): number {
