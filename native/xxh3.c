@@ -65,11 +65,7 @@ const uint8_t kXxh3Secret[XXH3_SECRET_BYTES] = {
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-/* The 128-bit product of a and b, folded to 64 bits by XORing its halves. */
-static inline uint64_t mul128_fold64(uint64_t a, uint64_t b) {
-  __uint128_t product = (__uint128_t)a * b;
-  return (uint64_t)product ^ (uint64_t)(product >> 64);
-}
+#define mul128_fold64 xxh3_fold64
 
 /* XXH64's final mix, used by the 0-3 byte classes. */
 static inline uint64_t xxh64_avalanche(uint64_t h) {

@@ -36,10 +36,7 @@
 
 static const uint8_t* const S = kXxh3Secret;
 
-static inline uint64_t fold(uint64_t a, uint64_t b) {
-  __uint128_t p = (__uint128_t)a * b;
-  return (uint64_t)p ^ (uint64_t)(p >> 64);
-}
+#define fold xxh3_fold64
 
 static inline uint64_t avalanche(uint64_t h) {
   h ^= h >> 37;

@@ -197,8 +197,16 @@ class FastLocalBloomBuilder implements FilterBuilder {
 
   addKey(userKey: Uint8Array): void {
     xxph3(userKey, 0, userKey.length);
-    const lo = xxph3Result.lo;
-    const hi = xxph3Result.hi;
+    this.addHash(xxph3Result.lo, xxph3Result.hi);
+  }
+
+  addHashes(lo: Uint32Array, hi: Uint32Array, count: number): void {
+    if (!(count <= lo.length && count <= hi.length)) assert(false, 'more hashes than the arrays hold');
+    for (let i = 0; i < count; i++) this.addHash(lo[i], hi[i]);
+  }
+
+  /** Keeps one key's hash (bits 0..31 / 32..63), unless it equals the previous one. */
+  private addHash(lo: number, hi: number): void {
     if (this.count > 0 && this.lastLo === lo && this.lastHi === hi) return;
     if (this.count === this.maxEntries) throw tooManyKeys(this.maxEntries);
     this.hashLo.append(this.count, lo);
@@ -206,21 +214,6 @@ class FastLocalBloomBuilder implements FilterBuilder {
     this.lastLo = lo;
     this.lastHi = hi;
     this.count++;
-  }
-
-  addHashes(lo: Uint32Array, hi: Uint32Array, count: number): void {
-    if (!(count <= lo.length && count <= hi.length)) assert(false, 'more hashes than the arrays hold');
-    for (let i = 0; i < count; i++) {
-      const l = lo[i];
-      const h = hi[i];
-      if (this.count > 0 && this.lastLo === l && this.lastHi === h) continue;
-      if (this.count === this.maxEntries) throw tooManyKeys(this.maxEntries);
-      this.hashLo.append(this.count, l);
-      this.hashHi.append(this.count, h);
-      this.lastLo = l;
-      this.lastHi = h;
-      this.count++;
-    }
   }
 
   numEntries(): number {

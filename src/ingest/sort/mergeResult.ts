@@ -105,6 +105,17 @@ export interface MergeResumeHooks {
   durableFiles?: () => number;
 }
 
+/** A merge's result before its first row: zero, or where a resumed merge's earlier files left off. */
+export function startingResult(resume: MergeResumeHooks | undefined): MergeResult {
+  const base = resume?.initial ?? { rowsWritten: 0, duplicateCount: 0, duplicates: [] };
+  return {
+    rowsMerged: base.rowsWritten + base.duplicateCount,
+    rowsWritten: base.rowsWritten,
+    duplicateCount: base.duplicateCount,
+    duplicates: [...base.duplicates],
+  };
+}
+
 /**
  * The counts up to the last key of `file`, just finished: every duplicate so far but those of a
  * key after it (under "last", the held key whose add cut the file: its duplicates are counted

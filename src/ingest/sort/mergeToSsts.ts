@@ -25,6 +25,7 @@ import {
   checkpointAt,
   punchingBehindCheckpoints,
   readRegionsFor,
+  startingResult,
 } from './mergeResult';
 import { canMergeNatively, mergeRunsIntoSstsNatively } from './nativeMerge';
 
@@ -82,14 +83,8 @@ export function mergeRunsIntoSsts(
   let heldSource = 0;
   let heldLine = 0;
   let writing = true;
-  const base = resume?.initial ?? { rowsWritten: 0, duplicateCount: 0, duplicates: [] };
-  const result: MergeResult = {
-    rowsMerged: 0,
-    rowsWritten: base.rowsWritten,
-    duplicateCount: base.duplicateCount,
-    duplicates: [...base.duplicates],
-  };
-  let rowsMerged = base.rowsWritten + base.duplicateCount;
+  const result = startingResult(resume);
+  let rowsMerged = result.rowsMerged;
   // Duplicates of the key in prevKey: under "last" that key is not yet written when a file is
   // cut before it, so its duplicates belong after the cut (see checkpointAt).
   let dupsOfPrevKey = 0;

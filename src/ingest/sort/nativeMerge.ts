@@ -36,6 +36,7 @@ import {
   checkpointAt,
   punchingBehindCheckpoints,
   readRegionsFor,
+  startingResult,
 } from './mergeResult';
 
 /** Slots of the shared Float64Array (MIO_* in native/mergeBlocks.h, same order). */
@@ -266,16 +267,10 @@ export function mergeRunsIntoSstsNatively(
     );
     const hooks = resume === undefined ? undefined : punchingBehindCheckpoints(runs, () => readers, resume);
     const m = new NativeMergeRun(readers, out, range);
-    const base = resume?.initial ?? { rowsWritten: 0, duplicateCount: 0, duplicates: [] };
-    const result: MergeResult = {
-      rowsMerged: 0,
-      rowsWritten: base.rowsWritten,
-      duplicateCount: base.duplicateCount,
-      duplicates: [...base.duplicates],
-    };
-    const baseRowsMerged = base.rowsWritten + base.duplicateCount;
+    const result = startingResult(resume);
+    const base = { ...result };
     const sync = (): void => {
-      result.rowsMerged = baseRowsMerged + m.io[Io.RowsMerged];
+      result.rowsMerged = base.rowsMerged + m.io[Io.RowsMerged];
       result.rowsWritten = base.rowsWritten + m.io[Io.RowsWritten];
       result.duplicateCount = base.duplicateCount + m.io[Io.Duplicates];
     };
