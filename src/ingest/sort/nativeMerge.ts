@@ -17,7 +17,8 @@
  * are stored inline, and the filter, if any, is FastLocalBloom (format_version 5).
  *
  * Memory: one read buffer per run (as the JavaScript merge), the block output (twice the block
- * size to start), hash and restart arrays for blockSize/4 entries, three key slots; each grows,
+ * size to start, at most 1 MiB), hash and restart arrays for blockSize/4 entries (at most 1,100),
+ * three key slots; each grows,
  * doubling, only when an entry does not fit (NEED_ROOM), up to the largest entry of the runs.
  */
 import { IngestError, assert } from '../../util/errors';
@@ -90,6 +91,9 @@ const TRAILER_BYTES = 8;
 /** The smallest entry a block can hold (three one-byte varints and one unshared key byte): bounds entries per block. */
 const MIN_ENTRY_BYTES = 4;
 const INITIAL_KEY_SLOT_BYTES = 256;
+/** Initial bounds of the block output and of its entries, hashes and restarts (grown on demand). */
+const INITIAL_MAX_BLOCK_BYTES = 1 << 20;
+const INITIAL_MAX_ENTRIES = 1100;
 
 /** Whether this merge can run natively (see the module comment); SST_INGEST_NATIVE_MERGE=0 turns it off. */
 export function canMergeNatively(policy: DuplicatePolicy, out: SstSetWriter): boolean {
@@ -110,8 +114,9 @@ class Outputs {
   slotBytes = INITIAL_KEY_SLOT_BYTES;
 
   constructor(blockSizeBytes: number) {
-    const entries = Math.ceil(blockSizeBytes / MIN_ENTRY_BYTES) + 2;
-    this.block = Buffer.allocUnsafe(2 * blockSizeBytes + 64);
+    // Enough for a default 4 KiB block of the smallest entries; larger blocks grow these on NEED_ROOM.
+    const entries = Math.min(Math.ceil(blockSizeBytes / MIN_ENTRY_BYTES) + 2, INITIAL_MAX_ENTRIES);
+    this.block = Buffer.allocUnsafe(Math.min(2 * blockSizeBytes, INITIAL_MAX_BLOCK_BYTES) + 64);
     this.restarts = new Uint32Array(entries + 1);
     this.hashLo = new Uint32Array(entries);
     this.hashHi = new Uint32Array(entries);

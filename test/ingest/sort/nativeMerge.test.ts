@@ -30,13 +30,14 @@ interface Row {
 }
 
 /** Keys of many lengths (1 to 300 bytes: every XXPH3 class), sharing prefixes, some repeated. */
-function makeRows(seed: number, count: number, bigValues: boolean): Row[] {
+function makeRows(seed: number, count: number, bigValues: boolean, smallValues = false): Row[] {
   const r = mulberry32(seed);
   const rows: Row[] = [];
   const prefixes = ['', 'acct/', 'acct/0001/', 'z'.repeat(20)];
   for (let i = 0; i < count; i++) {
     let key: Buffer;
     if (i > 0 && r() < 0.1) key = rows[Math.floor(r() * rows.length)].key;
+    else if (smallValues) key = Buffer.concat([Buffer.from('acct/0001/'), Buffer.from([0, 1, 2, 3].map(() => Math.floor(r() * 256)))]);
     else {
       const lengthClass = r();
       const tail =
@@ -45,7 +46,7 @@ function makeRows(seed: number, count: number, bigValues: boolean): Row[] {
       for (let j = 0; j < tail; j++) bytes[j] = r() < 0.2 ? 0 : Math.floor(r() * 256);
       key = Buffer.concat([Buffer.from(prefixes[Math.floor(r() * prefixes.length)]), bytes]);
     }
-    const valueBytes = bigValues && r() < 0.01 ? 5000 + Math.floor(r() * 20000) : Math.floor(r() * 200);
+    const valueBytes = smallValues ? Math.floor(r() * 4) : bigValues && r() < 0.01 ? 5000 + Math.floor(r() * 20000) : Math.floor(r() * 200);
     const value = Buffer.alloc(valueBytes, 97 + (i % 26));
     rows.push({ key, value, source: Math.floor(r() * 3), line: i + 1 });
   }
@@ -78,6 +79,8 @@ interface Case {
   /** Merge the key range between the 30th and 70th percentile keys only. */
   ranged: boolean;
   resumable: boolean;
+  /** Values of 0-3 bytes and keys sharing long prefixes: entries of a dozen bytes. */
+  smallValues?: boolean;
 }
 
 interface Outcome {
@@ -180,6 +183,20 @@ const CASES: Array<[string, Case]> = [
     },
   ],
   [
+    'first, 2 runs, 64 KiB blocks of small entries (more entries than the arrays start with)',
+    {
+      policy: 'first',
+      runs: 2,
+      readBufferBytes: 2048,
+      targetFileSizeBytes: 1 << 30,
+      options: { ...BASE_OPTIONS, blockSizeBytes: 65536 },
+      bigValues: false,
+      ranged: false,
+      resumable: false,
+      smallValues: true,
+    },
+  ],
+  [
     'error, 4 runs (duplicates: nothing written)',
     {
       policy: 'error',
@@ -206,7 +223,7 @@ describe('the native merge', () => {
   });
 
   it.each(CASES)('writes the same files as the JavaScript merge: %s', (_name, c) => {
-    const rows = makeRows(c.runs * 31 + c.readBufferBytes, 3000, c.bigValues);
+    const rows = makeRows(c.runs * 31 + c.readBufferBytes, c.smallValues === true ? 20000 : 3000, c.bigValues, c.smallValues);
     const runs = writeRuns(dir, rows, c.runs, c.runs);
     let bounds: { low: Buffer; high: Buffer } | null = null;
     if (c.ranged) {
