@@ -16,8 +16,8 @@
  * writing blocks, the index, the filter's bits, the properties, the files) stays with the table
  * builder, which is why its output is byte-identical to the JavaScript merge's: the cut rules
  * below are TableBuilder.blockIsFull and SstSetWriter.add's, evaluated on the same numbers in the
- * same order (the file cut before the block cut, and no file cut right after a block cut, where
- * the JavaScript path checks the file only once).
+ * same order (the file cut before the block cut; take_entry says why checking the file again
+ * after a block cut, where the JavaScript path checks it once, changes nothing).
  *
  * State: a MergeState, then k MergeReaders, then the loser tree (int32 per reader), all in one
  * caller-owned, 8-byte-aligned buffer (merge_context_bytes). Readers' buffers and the outputs are
@@ -387,7 +387,13 @@ static int take_entry(MergeState* s, const MergeReader* r, double* io) {
     take_key(s, r);
     return GO_ON;
   }
-  if (s->entriesInFile > 0 && !s->skipCutOnce) {
+  /*
+   * After a block cut the driver calls again and this check runs a second time for the same
+   * entry, where the JavaScript path checks once; it cannot fire then: the file grew by the
+   * stored block and its trailer, at most what the open block's estimate counted (a block is
+   * stored raw unless compression makes it smaller), and that sum was below the target.
+   */
+  if (s->entriesInFile > 0) {
     double open = s->blockEntries > 0 ? (double)block_size_estimate(s) + BLOCK_TRAILER_BYTES : 0;
     if (io[MIO_FILE_BASE_BYTES] + open >= s->targetFileSizeBytes) {
       finish_block(s, io);
@@ -398,14 +404,12 @@ static int take_entry(MergeState* s, const MergeReader* r, double* io) {
   if (s->blockEntries > 0 && block_is_full(s, ikeyBytes, r->valueBytes)) {
     finish_block(s, io);
     io[MIO_NEXT_KEY_BYTES] = ikeyBytes;
-    s->skipCutOnce = 1;
     return MERGE_BLOCK;
   }
   int room = room_for(s, ikeyBytes, r->valueBytes, io);
   if (room != 0) return room;
   append(s, r);
   take_key(s, r);
-  s->skipCutOnce = 0;
   return GO_ON;
 }
 

@@ -101,7 +101,6 @@ typedef struct {
   uint32_t initIndex;
   int32_t winner;
   uint32_t pendingAdvance;
-  uint32_t skipCutOnce;
   uint32_t haveLast;
   uint32_t lastKeyBytes;
   uint32_t firstSource;
