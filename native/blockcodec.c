@@ -990,8 +990,9 @@ static napi_value merge_blocks_js(napi_env env, napi_callback_info info) {
     throw_invalid(env, "mergeBlocks: io too short, or no output set");
     return NULL;
   }
+  /* Every reader is lent a buffer before the first call; later calls only replace them. */
   MergeReader* rs = merge_readers(s);
-  for (uint32_t i = 0; i < s->k; i++) {
+  for (uint32_t i = 0; !s->started && i < s->k; i++) {
     if (rs[i].buf == NULL) {
       throw_invalid(env, "mergeBlocks: a reader without a buffer");
       return NULL;

@@ -53,6 +53,12 @@ export interface SstFileMetadata {
   properties: TableProperties;
 }
 
+/** The table options an SstFileWriter writes with, given its own options (defaults still to resolve). */
+export function sstFileTableOptions(options: Partial<SstFileWriterOptions>): Partial<TableBuilderOptions> {
+  // Background compression is on unless asked otherwise: it only moves work to another core.
+  return { ...options, backgroundCompression: options.backgroundCompression ?? true, externalFile: true };
+}
+
 /** Sequence number SstFileWriter gives every key. */
 const EXTERNAL_FILE_SEQUENCE = 0;
 const EMPTY_VALUE = new Uint8Array(0);
@@ -74,12 +80,7 @@ export class SstFileWriter {
   constructor(path: string, options: Partial<SstFileWriterOptions> = {}) {
     this.path = path;
     this.tempPath = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-    // Background compression is on unless asked otherwise: it only moves work to another core.
-    this.table = new TableFileWriter(this.tempPath, {
-      ...options,
-      backgroundCompression: options.backgroundCompression ?? true,
-      externalFile: true,
-    });
+    this.table = new TableFileWriter(this.tempPath, sstFileTableOptions(options));
   }
 
   put(userKey: Uint8Array, value: Uint8Array): void {

@@ -157,6 +157,11 @@ export const DEFAULT_TABLE_BUILDER_OPTIONS: Readonly<TableBuilderOptions> = Obje
   backgroundCompression: false,
 });
 
+/** The smallest data block that may be cut early (RocksDB's block_size_deviation_limit: ceil(size × (100 − deviation) / 100)). */
+export function blockDeviationLimitBytes(o: Pick<TableBuilderOptions, 'blockSizeBytes' | 'blockSizeDeviationPercent'>): number {
+  return Math.floor((o.blockSizeBytes * (100 - o.blockSizeDeviationPercent) + 99) / 100);
+}
+
 /** A random RocksDB-style session id: 20 characters from [0-9A-Z]. */
 export function generateDbSessionId(): string {
   let id = '';
@@ -290,7 +295,7 @@ export class TableBuilder {
     });
     this.index = new IndexBuilder({ formatVersion: o.formatVersion, restartInterval: o.indexBlockRestartInterval });
     this.filter = o.bloomBitsPerKey > 0 ? createFilterBuilder(o.formatVersion, o.bloomBitsPerKey) : null;
-    this.deviationLimitBytes = Math.floor((o.blockSizeBytes * (100 - o.blockSizeDeviationPercent) + 99) / 100);
+    this.deviationLimitBytes = blockDeviationLimitBytes(o);
     if (o.backgroundCompression) this.pipeline = new BlockCompressionPipeline(o, (batch) => this.writeStoredBatch(batch));
   }
 

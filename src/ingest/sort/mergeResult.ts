@@ -44,7 +44,7 @@ export interface MergeRange {
 /**
  * Each run reader's region: a merge without a range is its runs' only reader and punches all it
  * reads; one with a range, only what its plan says it alone reads. Under resume hooks nothing is
- * punched until a file is finished (allowPunchAfterFile), since a resume re-reads from there.
+ * punched until a file is recorded (punchingBehindCheckpoints), since a resume re-reads from there.
  */
 export function readRegionsFor(
   runs: readonly RunInfo[],
@@ -57,27 +57,20 @@ export function readRegionsFor(
 }
 
 /**
- * Wraps `resume`'s onFileFinished so that, once a file is recorded, the readers may punch below
- * where a resume would start: each run's last sample below that file's last key.
+ * Wraps `resume`'s onFileFinished so that, once a file is recorded (the call has returned), the
+ * readers may punch below where a resume would start: each run's last sample below the file's last key.
  */
 export function punchingBehindCheckpoints(
   runs: readonly RunInfo[],
   readers: () => readonly RunReader[],
   resume: MergeResumeHooks,
 ): MergeResumeHooks {
-  const finished: WrittenFile[] = [];
-  let allowed = 0;
   return {
     ...resume,
     onFileFinished(file, upToHere) {
       resume.onFileFinished(file, upToHere);
-      finished.push(file);
-      const durable = Math.min(finished.length, resume.durableFiles?.() ?? finished.length);
-      if (durable <= allowed) return;
-      allowed = durable;
-      const last = finished[durable - 1].largestUserKey;
       const rs = readers();
-      runs.forEach((run, i) => rs[i].allowPunchUpTo(startOffsetBelow(run, last)));
+      runs.forEach((run, i) => rs[i].allowPunchUpTo(startOffsetBelow(run, file.largestUserKey)));
     },
   };
 }
@@ -96,13 +89,11 @@ export interface MergeCheckpoint {
  */
 export interface MergeResumeHooks {
   initial: MergeCheckpoint;
-  onFileFinished(file: WrittenFile, upToHere: MergeCheckpoint): void;
   /**
-   * How many of the files this merge reported are recorded for a resume; absent: each one as
-   * soon as onFileFinished returns. Run bytes a resume could re-read are punched only behind
-   * recorded files.
+   * Records `file` for a resume; when it returns, a resume would start after the file, so the
+   * merge may punch the run bytes before that (punchingBehindCheckpoints).
    */
-  durableFiles?: () => number;
+  onFileFinished(file: WrittenFile, upToHere: MergeCheckpoint): void;
 }
 
 /** A merge's result before its first row: zero, or where a resumed merge's earlier files left off. */

@@ -27,7 +27,7 @@ import {
   readRegionsFor,
   startingResult,
 } from './mergeResult';
-import { canMergeNatively, mergeRunsIntoSstsNatively } from './nativeMerge';
+import { mergeRunsIntoSstsNatively, nativeMergeOptions } from './nativeMerge';
 
 export type {
   DuplicatePair,
@@ -62,7 +62,9 @@ export function mergeRunsIntoSsts(
   range?: MergeRange,
   resume?: MergeResumeHooks,
 ): MergeResult {
-  if (canMergeNatively(policy, out)) return mergeRunsIntoSstsNatively(runs, policy, out, readBufferBytes, onProgress, range, resume);
+  const nativeOptions = nativeMergeOptions(policy, out);
+  if (nativeOptions !== null)
+    return mergeRunsIntoSstsNatively(nativeOptions, runs, policy, out, readBufferBytes, onProgress, range, resume);
   // Without a range this merge is the runs' only reader: each run is deleted once read.
   const regions = readRegionsFor(runs, range, resume);
   const merger = new RunMerger(

@@ -27,13 +27,13 @@ function runMergeTask(t: MergeTask): MergeReply {
     let reported = 0;
     hooks = {
       initial: withBufferKeys(t.report.initial),
-      // The main thread records each file after this thread reports it; the next file starts
-      // only once it has, so a kill redoes at most the file each merge thread was writing.
+      // The main thread records each file after this thread reports it. Returning only once it
+      // has keeps the hook's contract (recorded on return: the merge may punch behind it), and a
+      // kill then redoes at most the file each merge thread was writing.
       onFileFinished: (file, upTo) => {
         port.postMessage({ type: 'file', file, upTo } satisfies MergeReply);
         waitUntilRecorded(recorded, t.partition, ++reported);
       },
-      durableFiles: () => Atomics.load(recorded, t.partition),
     };
   }
   try {

@@ -11,7 +11,7 @@
  *
  * Contract: for the same runs, policy, range and options, the files are byte-identical to the
  * JavaScript merge's and the MergeResult is equal (test/ingest/sort/nativeMerge.test.ts compares
- * both, file by file). `canMergeNatively` says when this path applies: the native module is
+ * both, file by file). `nativeMergeOptions` says when this path applies: the native module is
  * built (and SST_INGEST_NATIVE_MERGE is not 0), the policy is "first" or "error" ("last" holds
  * values back, which the native loop does not do), no origins side files are written, blocks
  * are stored inline, and the filter, if any, is FastLocalBloom (format_version 5).
@@ -24,7 +24,8 @@
 import { IngestError, assert } from '../../util/errors';
 import { nativeBlockCodec, NativeBlockCodec } from '../../sstable/nativeBlockCodec';
 import { millibitsPerKey } from '../../sstable/bloomFilter';
-import { EncodedDataBlock, resolveTableBuilderOptions } from '../../sstwriter/tableBuilder';
+import { EncodedDataBlock, TableBuilderOptions, blockDeviationLimitBytes, resolveTableBuilderOptions } from '../../sstwriter/tableBuilder';
+import { sstFileTableOptions } from '../../sstwriter/sstFileWriter';
 import { FIRST_ENTRY_OFFSET, RunInfo, RunReader } from './runFile';
 import { SstSetWriter } from './sstSetWriter';
 import {
@@ -95,13 +96,19 @@ const INITIAL_KEY_SLOT_BYTES = 256;
 const INITIAL_MAX_BLOCK_BYTES = 1 << 20;
 const INITIAL_MAX_ENTRIES = 1100;
 
-/** Whether this merge can run natively (see the module comment); SST_INGEST_NATIVE_MERGE=0 turns it off. */
+/**
+ * The table options `out` writes its files with, when this merge can run natively (see the module
+ * comment), else null; SST_INGEST_NATIVE_MERGE=0 turns the native merge off.
+ */
+export function nativeMergeOptions(policy: DuplicatePolicy, out: SstSetWriter): TableBuilderOptions | null {
+  if (nativeBlockCodec === null || process.env.SST_INGEST_NATIVE_MERGE === '0' || policy === 'last' || out.writesOrigins) return null;
+  const o = resolveTableBuilderOptions(sstFileTableOptions(out.fileOptions));
+  if (o.backgroundCompression) return null;
+  return millibitsPerKey(o.bloomBitsPerKey) === 0 || o.formatVersion >= 5 ? o : null;
+}
+
 export function canMergeNatively(policy: DuplicatePolicy, out: SstSetWriter): boolean {
-  const codec = nativeBlockCodec;
-  if (codec === null || process.env.SST_INGEST_NATIVE_MERGE === '0' || policy === 'last' || out.writesOrigins) return false;
-  const o = resolveTableBuilderOptions({ ...out.fileOptions, backgroundCompression: out.fileOptions.backgroundCompression ?? true });
-  if (o.backgroundCompression) return false;
-  return millibitsPerKey(o.bloomBitsPerKey) === 0 || o.formatVersion >= 5;
+  return nativeMergeOptions(policy, out) !== null;
 }
 
 /** The native merge's outputs, grown on NEED_ROOM. */
@@ -172,22 +179,20 @@ class NativeMergeRun {
   constructor(
     readonly readers: RunReader[],
     readonly out: SstSetWriter,
+    o: TableBuilderOptions,
     range: MergeRange | undefined,
   ) {
     const codec = nativeBlockCodec as NativeBlockCodec;
     this.codec = codec;
-    const o = resolveTableBuilderOptions({ ...out.fileOptions, backgroundCompression: false });
     // An ArrayBuffer of its own: its backing store is aligned for the C struct.
     this.ctx = new Uint8Array(new ArrayBuffer(codec.mergeContextBytes(readers.length)));
-    const deviationLimitBytes = Math.floor((o.blockSizeBytes * (100 - o.blockSizeDeviationPercent) + 99) / 100);
-    const hashKeys = millibitsPerKey(o.bloomBitsPerKey) > 0;
     codec.mergeInit(
       this.ctx,
       readers.length,
       o.blockSizeBytes,
-      deviationLimitBytes,
+      blockDeviationLimitBytes(o),
       o.blockRestartInterval,
-      hashKeys,
+      millibitsPerKey(o.bloomBitsPerKey) > 0,
       out.targetFileBytes,
       range?.low ?? null,
       range?.high ?? null,
@@ -253,7 +258,9 @@ class NativeMergeRun {
   }
 }
 
+/** The merge, natively; `options` are nativeMergeOptions(policy, out), which must not be null. */
 export function mergeRunsIntoSstsNatively(
+  options: TableBuilderOptions,
   runs: readonly RunInfo[],
   policy: DuplicatePolicy,
   out: SstSetWriter,
@@ -262,7 +269,8 @@ export function mergeRunsIntoSstsNatively(
   range?: MergeRange,
   resume?: MergeResumeHooks,
 ): MergeResult {
-  if (!canMergeNatively(policy, out)) assert(false, 'mergeRunsIntoSstsNatively called where canMergeNatively is false');
+  if (nativeBlockCodec === null || options.backgroundCompression)
+    assert(false, 'mergeRunsIntoSstsNatively needs the native codec and inline blocks');
   const readers: RunReader[] = [];
   try {
     // Without a range this merge is the runs' only reader: each run is deleted once read.
@@ -271,7 +279,7 @@ export function mergeRunsIntoSstsNatively(
       readers.push(new RunReader(r, readBufferBytes, range?.startOffsets[i] ?? FIRST_ENTRY_OFFSET, range === undefined, regions[i])),
     );
     const hooks = resume === undefined ? undefined : punchingBehindCheckpoints(runs, () => readers, resume);
-    const m = new NativeMergeRun(readers, out, range);
+    const m = new NativeMergeRun(readers, out, options, range);
     const result = startingResult(resume);
     const base = { ...result };
     const sync = (): void => {

@@ -20,8 +20,6 @@ import { SstFileWriterOptions } from '../../sstwriter/sstFileWriter';
 import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeCheckpoint, MergeResult } from './mergeToSsts';
 import { Progress } from '../progress';
 import { FIRST_ENTRY_OFFSET, RunInfo, RunReadPlan, endOffsetAtOrAbove, startOffsetBelow } from './runFile';
-
-export { startOffsetBelow } from './runFile';
 import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
 import { startModuleWorker } from '../../util/workerBootstrap';
 
@@ -56,8 +54,8 @@ export interface MergeTask {
   report: { initial: MergeCheckpoint; firstFileIndex: number } | null;
   /**
    * Int32 slot per partition: files of this attempt the main thread has recorded (checkpointed),
-   * notified on each. A reporting worker starts its next file only once the last is recorded,
-   * and punches run bytes only behind recorded files (see MergeResumeHooks.durableFiles).
+   * notified on each. A reporting worker's onFileFinished returns only once its file is recorded,
+   * so it starts its next file, and punches run bytes, only behind recorded files.
    */
   recorded: SharedArrayBuffer;
 }

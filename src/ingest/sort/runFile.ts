@@ -250,12 +250,8 @@ export interface RunReadRegion {
  * first entry when there is none), so it skips at most one sample interval of entries below it.
  */
 export function startOffsetBelow(run: RunInfo, low: Uint8Array): number {
-  let offset = FIRST_ENTRY_OFFSET;
-  for (const s of run.samples) {
-    if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), low) >= 0) break;
-    offset = s.offset;
-  }
-  return offset;
+  const i = firstSampleAtOrAbove(run, low);
+  return i === 0 ? FIRST_ENTRY_OFFSET : run.samples[i - 1].offset;
 }
 
 /**
@@ -263,8 +259,14 @@ export function startOffsetBelow(run: RunInfo, low: Uint8Array): number {
  * (every entry from there on is at or above it, the run being sorted), or the run's end.
  */
 export function endOffsetAtOrAbove(run: RunInfo, high: Uint8Array): number {
-  for (const s of run.samples) if (Buffer.compare(Buffer.from(s.keyHex, 'hex'), high) >= 0) return s.offset;
-  return run.bytes;
+  const i = firstSampleAtOrAbove(run, high);
+  return i === run.samples.length ? run.bytes : run.samples[i].offset;
+}
+
+/** Index of the first sample whose key is at or above `key` (samples.length when none is). */
+function firstSampleAtOrAbove(run: RunInfo, key: Uint8Array): number {
+  const i = run.samples.findIndex((s) => Buffer.compare(Buffer.from(s.keyHex, 'hex'), key) >= 0);
+  return i < 0 ? run.samples.length : i;
 }
 
 /** A RunReadRegion before its punch limit is known (the merge sets it: see punchLimit). */
