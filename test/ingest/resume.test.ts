@@ -80,6 +80,46 @@ test('a killed import is pending, listed with its phase, and the same command re
   expect((await pending(db)).pending).toEqual([]);
 });
 
+/** The state.json of the one job pending in `db`, to read or to edit as a reboot would leave it. */
+function jobStateFile(db: string): string {
+  const jobs = fs.readdirSync(db).filter((f) => f.startsWith('.import-job-'));
+  expect(jobs).toHaveLength(1);
+  return path.join(db, jobs[0], 'state.json');
+}
+
+interface ResumeDoc {
+  import: { rowsWritten: number; resume: { resumed: boolean; sstsReused: number; attempt: number } };
+}
+
+test('runs are kept for a resume in the same boot without fsync; a job left by an earlier boot starts over, one from before boot ids resumes', async () => {
+  const bootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  const input = path.join(root, 'boot.csv');
+  writeInput(input, ROWS, 29);
+  const resumeWith = async (db: string, edit: (state: Record<string, unknown>) => void): Promise<ResumeDoc> => {
+    await pendingJobIn(input, db);
+    const file = jobStateFile(db);
+    const state = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    // The first attempt wrote its runs unsynced, in this boot.
+    expect(state.runsBootId).toBe(bootId);
+    edit(state);
+    fs.writeFileSync(file, JSON.stringify(state));
+    const r = await runCli(...importArgs(input, db));
+    expect(r.code).toBe(0);
+    const scan = await runCli('scan', '--db', db, '--json');
+    expect(scan.stdout.trim().split('\n')).toHaveLength(ROWS);
+    expect((await pending(db)).pending).toEqual([]);
+    return JSON.parse(r.stdout) as ResumeDoc;
+  };
+  // Another boot's unsynced runs may be torn: the job is discarded and the import runs anew.
+  const rebooted = await resumeWith(path.join(root, 'db-rebooted'), (st) => void (st.runsBootId = '00000000-0000-4000-8000-000000000000'));
+  expect(rebooted.import.resume).toMatchObject({ resumed: false, sstsReused: 0, attempt: 1 });
+  expect(rebooted.import.rowsWritten).toBe(ROWS);
+  // A job an earlier version wrote has no boot id: its runs were fsynced, so it resumes.
+  const older = await resumeWith(path.join(root, 'db-older'), (st) => void delete st.runsBootId);
+  expect(older.import.resume).toMatchObject({ resumed: true, sstsReused: 2, attempt: 2 });
+  expect(older.import.rowsWritten).toBe(ROWS);
+});
+
 test('an import under --step-checkpoints-from records no step: a kill leaves it pending at parse, and the resume redoes it whole', async () => {
   const input = path.join(root, 'small.csv');
   writeInput(input);

@@ -4,10 +4,12 @@
  * (src/ingest/importer.ts) calls these; without a job it runs as it always did.
  *
  * What is checkpointed, and what a kill costs (the bound the crash-resume test measures):
- * - parse, on workers: each byte range once its runs are fsynced. A kill redoes the ranges in
- *   flight: at most two ranges (about two sorted runs' worth of input) per parse thread, the
- *   one it parses and one finished whose runs are still being fsynced (parseInWorkers holds a
- *   thread back while a whole round of those is outstanding).
+ * - parse, on workers: each byte range once its runs are written. They are not fsynced where
+ *   the kernel has a boot id (ImportJob.runsNeedFsync): a resume in the same boot finds them in
+ *   the page cache, and one after a reboot or crash starts the job over. Without a boot id they
+ *   are fsynced first. A kill redoes the ranges in flight: at most two ranges (about two sorted
+ *   runs' worth of input) per parse thread, the one it parses and one finished and not yet
+ *   recorded (parseInWorkers holds a thread back while a whole round of those is outstanding).
  *   In-process (stdin is never resumable; small inputs, .gz, csv-parse dialects): the whole
  *   parse, once it is over, so a kill during it redoes it.
  * - fan-in merges of too many runs: each merged run, before its inputs are deleted.
@@ -73,9 +75,10 @@ export function startResumeSummary(job: ImportJob): ImportResumeSummary {
 /**
  * Default input size from which a resumable import checkpoints its steps. Below it, redoing the
  * whole import after a kill (about 3 s of work for 256 MiB on two cores) costs less than every
- * attempt pays for the checkpoints: making each range's sorted runs durable writes all of the
- * input's rows to disk once more (fsync of about 110 MB at 1M rows, 0.1-0.3 s there, against
- * runs that without a job are deleted before the kernel ever writes them back).
+ * attempt pays for the checkpoints: a state write per range and per SST, and where the runs
+ * must be fsynced (no boot id), all of the input's rows written to disk once more (about 110 MB
+ * at 1M rows, 0.1-0.3 s there, against runs that are otherwise deleted before the kernel ever
+ * writes them back).
  */
 export const STEP_CHECKPOINTS_FROM_INPUT_BYTES = 256 << 20;
 
@@ -107,13 +110,15 @@ export function parseResumeOf(job: ImportJob, keepsRunsAfter: (e: unknown) => bo
         st.parse.inFlight = st.parse.inFlight.filter((r) => r.taskId !== t.taskId);
         st.parse.inFlight.push({ taskId: t.taskId, file: t.file, startOffset: t.startOffset, stopAtOffset: t.stopAtOffset });
       }),
-    // The range's runs are fsynced on the thread pool and then recorded, behind the worker's
-    // back: it takes its next range at once (a synchronous fsync of ~100 MB of runs here held
-    // the dispatch, and the worker, for a quarter of a second per range).
+    // The range's runs are fsynced (when they must be) on the thread pool and then recorded,
+    // behind the worker's back: it takes its next range at once (a synchronous fsync of ~100 MB
+    // of runs here held the dispatch, and the worker, for a quarter of a second per range).
     onFinished: (r) => {
       recorded = recorded.then(async () => {
-        await Promise.all(r.runs.map((run) => syncPathAsync(run.path)));
-        if (r.runs.length > 0) syncDir(path.dirname(r.runs[0].path));
+        if (job.runsNeedFsync) {
+          await Promise.all(r.runs.map((run) => syncPathAsync(run.path)));
+          if (r.runs.length > 0) syncDir(path.dirname(r.runs[0].path));
+        }
         job.checkpoint((st) => {
           st.parse.inFlight = st.parse.inFlight.filter((x) => x.taskId !== r.taskId);
           st.parse.done = [...st.parse.done.filter((x) => x.taskId !== r.taskId), r];
@@ -137,8 +142,10 @@ interface StoredOutcome extends Omit<ParseOutcome, 'runs'> {
 
 /** Records the parse as over: its runs durable, its outcome kept, the phase now merge. */
 export function recordParseOutcome(job: ImportJob, outcome: ParseOutcome, threads: number): void {
-  for (const run of outcome.runs) syncPath(run.path);
-  syncDir(job.state.runDir);
+  if (job.runsNeedFsync) {
+    for (const run of outcome.runs) syncPath(run.path);
+    syncDir(job.state.runDir);
+  }
   const { runs, ...rest } = outcome;
   const stored: StoredOutcome = { ...rest, threads };
   job.checkpoint((st) => {
@@ -161,8 +168,10 @@ export function storedOutcome(job: ImportJob): { outcome: ParseOutcome; threads:
 
 /** A fan-in merge replaced `merged` runs by `into`: durable first, then recorded, then the inputs go. */
 export function recordFanInMerge(job: ImportJob, merged: readonly RunInfo[], into: RunInfo, remaining: readonly RunInfo[]): void {
-  syncPath(into.path);
-  syncDir(path.dirname(into.path));
+  if (job.runsNeedFsync) {
+    syncPath(into.path);
+    syncDir(path.dirname(into.path));
+  }
   job.checkpoint((st) => void (st.runs = [into, ...remaining]));
   for (const r of merged) fs.rmSync(r.path, { force: true });
 }
