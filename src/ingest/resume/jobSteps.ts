@@ -140,12 +140,16 @@ interface StoredOutcome extends Omit<ParseOutcome, 'runs'> {
   threads: number;
 }
 
+/** Makes `runs` and their directory durable before the state names them, where they must be (ImportJob.runsNeedFsync). */
+function syncRunsIfNeeded(job: ImportJob, runs: readonly RunInfo[], dir: string): void {
+  if (!job.runsNeedFsync) return;
+  for (const run of runs) syncPath(run.path);
+  syncDir(dir);
+}
+
 /** Records the parse as over: its runs durable, its outcome kept, the phase now merge. */
 export function recordParseOutcome(job: ImportJob, outcome: ParseOutcome, threads: number): void {
-  if (job.runsNeedFsync) {
-    for (const run of outcome.runs) syncPath(run.path);
-    syncDir(job.state.runDir);
-  }
+  syncRunsIfNeeded(job, outcome.runs, job.state.runDir);
   const { runs, ...rest } = outcome;
   const stored: StoredOutcome = { ...rest, threads };
   job.checkpoint((st) => {
@@ -168,10 +172,7 @@ export function storedOutcome(job: ImportJob): { outcome: ParseOutcome; threads:
 
 /** A fan-in merge replaced `merged` runs by `into`: durable first, then recorded, then the inputs go. */
 export function recordFanInMerge(job: ImportJob, merged: readonly RunInfo[], into: RunInfo, remaining: readonly RunInfo[]): void {
-  if (job.runsNeedFsync) {
-    syncPath(into.path);
-    syncDir(path.dirname(into.path));
-  }
+  syncRunsIfNeeded(job, [into], path.dirname(into.path));
   job.checkpoint((st) => void (st.runs = [into, ...remaining]));
   for (const r of merged) fs.rmSync(r.path, { force: true });
 }
