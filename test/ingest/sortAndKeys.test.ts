@@ -5,7 +5,7 @@
  * Each through the JavaScript path and the native one (native/rowSort.c), which also write the
  * same run files. And the key codec: order preservation and round trips for int64, uint64 and tuples.
  */
-import { SortBuffer } from '../../src/ingest/sort/sortBuffer';
+import { SortBuffer, shouldAdviseHugePages } from '../../src/ingest/sort/sortBuffer';
 import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
 import { mulberry32 } from '../../src/util/random';
 import { nativeBlockCodec } from '../../src/sstable/nativeBlockCodec';
@@ -152,6 +152,29 @@ function fillRows(buffer: SortBuffer, n: number, bigValueBytes: number): void {
     buffer.commit(key.length, valueBytes, i % 300, i * 2 ** 21 + 5);
   }
 }
+
+describe('huge-page advice', () => {
+  it('follows SST_INGEST_HUGE_PAGES when set, and otherwise advises unless free memory is reported to a host', () => {
+    expect(shouldAdviseHugePages(undefined, false)).toBe(true);
+    expect(shouldAdviseHugePages(undefined, true)).toBe(false);
+    expect(shouldAdviseHugePages('1', true)).toBe(true);
+    expect(shouldAdviseHugePages('0', false)).toBe(false);
+    expect(shouldAdviseHugePages('', true)).toBe(false);
+  });
+
+  it('is what a new sort buffer does, with the native codec', () => {
+    const saved = process.env.SST_INGEST_HUGE_PAGES;
+    try {
+      process.env.SST_INGEST_HUGE_PAGES = '1';
+      expect(new SortBuffer(4 << 20).hugePagesAdvised).toBe(nativeBlockCodec !== null);
+      process.env.SST_INGEST_HUGE_PAGES = '0';
+      expect(new SortBuffer(4 << 20).hugePagesAdvised).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.SST_INGEST_HUGE_PAGES;
+      else process.env.SST_INGEST_HUGE_PAGES = saved;
+    }
+  });
+});
 
 describe('spilled runs', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sortbuffer-'));

@@ -9,7 +9,7 @@
  * and the columns are allocated once at their largest size and never copied or regrown: large
  * allocations are mapped lazily by the OS, so only the bytes actually written become resident,
  * and there is never a moment with an old and a new copy alive (the resident peak is the limit).
- * Buffers are reused across runs, and advised to use huge pages (adviseHugePages).
+ * Buffers are reused across runs, and advised to use huge pages where those are cheap (shouldAdviseHugePages).
  *
  * Layout: one Buffer (`arena`) holds, in this order, the parser's read window (windowBytes), the
  * spill chunk (chunkBytes) and the rows from `arenaStart` on, so the two copies every row takes
@@ -31,6 +31,7 @@ import { assert } from '../../util/errors';
 import { BufferRegion } from '../csv/csvReader';
 import { nativeBlockCodec } from '../../sstable/nativeBlockCodec';
 import { NativeRowLayout } from '../rows/rowEncoder';
+import { freePageReportingActive } from '../../util/pageReporting';
 
 /** Bytes of typed-array state per entry slot: offset, keyLength, valueLength, source (4 each), line (8), six radix columns (4 each), two length classes (1 each). */
 export const SORT_BYTES_PER_ENTRY = 4 * 4 + 8 + 6 * 4 + 2;
@@ -57,6 +58,23 @@ const RADIX_PASSES = 7;
 const MORE_FOLLOWS = 9;
 /** Alignment of the line column (Float64) inside the columns' allocation. */
 const COLUMN_ALIGNMENT_BYTES = 8;
+
+/**
+ * Whether a sort buffer asks for huge pages. Where the machine reports free memory to its host
+ * (src/util/pageReporting.ts), the free 2 MiB blocks a huge page needs are the memory the host
+ * has taken back, and faulting them in cost far more than 4 KiB pages on the 2-core VM: with
+ * the advice, alternating runs of the benchmark's child took 0.941-0.977 s against 0.862-0.871 s
+ * without it at 1M rows (two series of nine), 3.60 s against 2.33 s at 3M (five each, parse 1.93
+ * against 0.70 s), and at 10M 4.85-12.60 s against 5.53-7.43 s (nine each: the advice won when
+ * the memory had just been freed by another import, and lost by 5-6 s right after idle seconds).
+ * Elsewhere the advice stays: it takes page faults down 512 times per 2 MiB. SST_INGEST_HUGE_PAGES
+ * decides instead when set: "1" always, "0" never (both for comparisons).
+ */
+export function shouldAdviseHugePages(envValue: string | undefined, freePageReporting: boolean): boolean {
+  if (envValue === '1') return true;
+  if (envValue === '0') return false;
+  return !freePageReporting;
+}
 
 export class SortBuffer {
   readonly memoryLimitBytes: number;
@@ -87,6 +105,8 @@ export class SortBuffer {
   private readonly parseLimits: Float64Array;
   /** All of the columns above: one allocation. */
   private readonly columns: Uint8Array;
+  /** Whether the arena and columns were advised for huge pages (adviseHugePages). */
+  hugePagesAdvised = false;
   private readonly histogram = new Uint32Array(RADIX_PASSES * DIGIT_BUCKETS);
   /** Per radix pass: 1 when its digit differs between entries of the range being sorted. */
   private readonly passNeeded = new Uint8Array(RADIX_PASSES);
@@ -143,17 +163,16 @@ export class SortBuffer {
   }
 
   /**
-   * Asks for transparent huge pages on the arena and columns, before anything touches them: the
-   * buffer is faulted in 2 MiB at a time instead of 4 KiB. On the 2-core VM that took the 1M-row
-   * import's page faults from about 103,000 to 64,000 and its parse phase from 1.19-1.43 s to
-   * 0.99-1.13 s (three runs each, alternating). The cost: a touched huge page is resident whole,
-   * so each view may hold up to 2 MiB more than it has written (peak RSS measured the same or
-   * lower, 258-266 MiB against 262-284). Advice only; without the native codec, or where the
-   * kernel's THP mode is "never", nothing changes.
+   * Asks for transparent huge pages on the arena and columns, before anything touches them, where
+   * that is cheap (shouldAdviseHugePages): the buffer is then faulted in 2 MiB at a time instead
+   * of 4 KiB. The cost: a touched huge page is resident whole, so each view may hold up to 2 MiB
+   * more than it has written. Advice only; without the native codec, or where the kernel's THP
+   * mode is "never", nothing changes.
    */
   private adviseHugePages(): void {
-    // SST_INGEST_HUGE_PAGES=0 leaves the buffers on 4 KiB pages (for comparisons).
-    if (nativeBlockCodec === null || process.env.SST_INGEST_HUGE_PAGES === '0') return;
+    this.hugePagesAdvised =
+      nativeBlockCodec !== null && shouldAdviseHugePages(process.env.SST_INGEST_HUGE_PAGES, freePageReportingActive());
+    if (!this.hugePagesAdvised || nativeBlockCodec === null) return;
     for (const v of this.views()) nativeBlockCodec.adviseHugePages(v);
   }
 
