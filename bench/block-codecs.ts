@@ -17,7 +17,7 @@
  * block once, divided by the number of blocks (µs per block), through
  *   - the JavaScript path: decompressBlock()/lz4DecompressBlock() (snappy, zstd-napi, node:zlib,
  *     lz4-napi: what runs with SST_INGEST_NATIVE=0);
- *   - the native codec (native/blockcodec.c), where it decodes that codec: LZ4 and Snappy through
+ *   - the native codec (native/sstableExports.c), where it decodes that codec: LZ4 and Snappy through
  *     lz4DecodeInto/snappyDecodeInto into a preallocated buffer, as the block read path does.
  * Stored ratio = stored bytes / raw bytes over all blocks (a block not saving 1/8 counts raw).
  * Ratios vs LZ4: decode time / LZ4's on the same path, and stored size / LZ4's.

@@ -64,11 +64,11 @@ import { VersionEdit } from '../src/engine/versionEdit';
 import { WriteBatch } from '../src/engine/writeBatch';
 import { SstFileWriter } from '../src/sstwriter/sstFileWriter';
 import { BlockCache } from '../src/sstable/reader/blockCache';
-import { checkSstConflicts, checkSstRunConflicts, CheckSstConflictsOptions } from '../src/conflict/checkSstConflicts';
-import { SstRun } from '../src/conflict/sstRun';
+import { checkSstConflicts, checkSstSetConflicts, CheckSstConflictsOptions } from '../src/conflict/checkSstConflicts';
+import { SstSet } from '../src/conflict/sstSet';
 import { ConflictSummary } from '../src/conflict/report';
 import { perf } from '../src/base/perfContext';
-import { nativeBlockCodec } from '../src/sstable/nativeBlockCodec';
+import { nativeUtil } from '../src/util/nativeUtil';
 import { ArgReader } from './support/args';
 
 const VALUE_BYTES = 128;
@@ -317,8 +317,8 @@ const WARMUP_SECONDS = 0.1;
  * hits all alike): each round runs a batch of each, timing the scan step alone (scanSeconds);
  * the figure is the median over rounds of the per-scan time.
  */
-function measureInterleaved(engine: Engine, run: SstRun, strategies: typeof STRATEGIES, rounds: number): Measured[] {
-  const once = (opts: CheckSstConflictsOptions): ConflictSummary => checkSstRunConflicts(engine, run, { maxReported: 0, ...opts }).summary;
+function measureInterleaved(engine: Engine, run: SstSet, strategies: typeof STRATEGIES, rounds: number): Measured[] {
+  const once = (opts: CheckSstConflictsOptions): ConflictSummary => checkSstSetConflicts(engine, run, { maxReported: 0, ...opts }).summary;
   const batch = strategies.map((s) => {
     // Warm-up: table readers open, blocks cached, and the code compiled. Process CPU time counts
     // the compiler's and collector's threads too, so a cell measured while its code paths are
@@ -482,7 +482,7 @@ async function runGrid(
             let autoSummary: ConflictSummary | null = null;
             // The SST is read through a block cache kept across runs: CockroachDB's benchmark checks an
             // in-memory SST, so only the scan itself is measured.
-            const run = SstRun.open([sst], { blockCache: new BlockCache(SST_CACHE_BYTES) });
+            const run = SstSet.open([sst], { blockCache: new BlockCache(SST_CACHE_BYTES) });
             try {
               const measured = measureInterleaved(engine, run, STRATEGIES, Math.max(MIN_GRID_ROUNDS, args.runs));
               const roundRatios = measured[1].roundSeconds.map((plain, r) => plain / measured[0].roundSeconds[r]);
@@ -692,7 +692,7 @@ async function main(): Promise<void> {
     if (!args.json) console.log(s);
   };
   log(
-    `conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; grid layout ${args.layout}; times are ${nativeBlockCodec === null ? 'process' : "the scanning thread's"} CPU time of the scan step alone (wall time is inflated on a busy machine${nativeBlockCodec === null ? '' : "; process CPU time by V8's background compiler"}), median after a warm-up`,
+    `conflict scan benchmark; node ${process.version}; ${os.cpus().length} cpus, load ${os.loadavg()[0].toFixed(1)}; grid layout ${args.layout}; times are ${nativeUtil === null ? 'process' : "the scanning thread's"} CPU time of the scan step alone (wall time is inflated on a busy machine${nativeUtil === null ? '' : "; process CPU time by V8's background compiler"}), median after a warm-up`,
   );
   try {
     const grid = args.grid ? await runGrid(dir, args, log) : null;

@@ -17,7 +17,7 @@ import { DbLockedError, exitCodeFor, IngestError } from '../src/util/errors';
 import { readServerRecord } from '../src/server/serverRecord';
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
-import { registerPlanCommand } from './commands/importDb';
+import { registerPlanCommand } from './commands/plan';
 import { registerDbCommands } from './commands/db';
 import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';

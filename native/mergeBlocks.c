@@ -19,6 +19,11 @@
  * same order (the file cut before the block cut; take_entry says why checking the file again
  * after a block cut, where the JavaScript path checks it once, changes nothing).
  *
+ * The data-block layout is written twice: here (append, finish_block) and in the table writer's
+ * BlockBuilder (src/sstwriter/blockBuilder.ts). A change to one must be made to the other;
+ * test/ingest/sort/nativeDataBlock.test.ts checks that both give the same bytes for the same
+ * entries, and test/ingest/sort/nativeMerge.test.ts that the whole files are the same.
+ *
  * State: a MergeState, then k MergeReaders, then the loser tree (int32 per reader), all in one
  * caller-owned, 8-byte-aligned buffer (merge_context_bytes). Readers' buffers and the outputs are
  * borrowed pointers: the driver keeps them alive and sets them again whenever it replaces one.

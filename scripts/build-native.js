@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /**
- * Builds the native block codec (binding.gyp → build/Release/blockcodec.node) with node-gyp.
+ * Builds the native addon (binding.gyp → build/Release/blockcodec.node) with node-gyp.
  * npm runs this as the package's `install` script, so `npm ci` builds it; run it by hand with
  * `npm run build:native` after editing native/.
  *
- * Why it may fail softly: the codec only speeds up block reads (src/sstable/nativeBlockCodec.ts falls back
- * to JavaScript packages that compute the same results), so a machine without a C compiler still
+ * Why it may fail softly: the addon only speeds things up (src/util/nativeAddon.ts loads it, and
+ * every caller falls back to JavaScript that computes the same results), so a machine without a C compiler still
  * gets a working tool: this prints a warning and exits 0. With SST_INGEST_REQUIRE_NATIVE=1 (CI sets
  * it) a failed build fails the install instead.
  */

@@ -10,6 +10,9 @@
  *   same summary, report and policy objects the CLI prints), safe beside concurrent writers of
  *   the same engine (pass it as `engine`); DbImport for the check-only and plan modes.
  * - Imports to SST files only: runImport (`ingest import --output-dir`).
+ * - The import as phase tasks, to run on threads or machines of the caller's: importPhases
+ *   (planImport, planParse, parseRange, finishParse, planMerge, mergeRange, finishMerge,
+ *   publishSsts; src/ingest/phases.ts documents each task's input, output and durability).
  * - Resumable imports: `resume: true` on either; listPendingJobs / discardJob (`ingest pending`);
  *   Engine.resume() after a full disk stopped a flush; Progress('json') for NDJSON progress events.
  * - The conflict check: checkSstConflicts / checkSstConflictsSliced, and ingestWithConflictCheck
@@ -50,6 +53,7 @@ export type {
   ReplaceRangeRequest,
 } from './ingest/importIntoDb';
 export { runImport, CsvImport } from './ingest/importer';
+export * as importPhases from './ingest/phases';
 export type { ImportOptions, ImportSummary, ParserChoice } from './ingest/importer';
 export { KeySpec } from './ingest/rows/keySpec';
 export type { KeyColumnType } from './ingest/rows/keySpec';
@@ -62,8 +66,8 @@ export type { ProgressEvent, ProgressMode } from './ingest/progress';
 
 export { checkSstConflicts, checkSstConflictsSliced } from './conflict/checkSstConflicts';
 export type { CheckSstConflictsOptions } from './conflict/checkSstConflicts';
-export { ingestWithConflictCheck } from './conflict/checkedIngest';
-export type { ConflictCheckedIngestOptions, ConflictCheckedIngestResult } from './conflict/checkedIngest';
+export { ingestWithConflictCheck } from './conflict/ingestWithConflictCheck';
+export type { ConflictCheckedIngestOptions, ConflictCheckedIngestResult } from './conflict/ingestWithConflictCheck';
 export { applyConflictPolicy, ON_CONFLICT_CHOICES } from './conflict/policy';
 export type { IngestPlan, OnConflict } from './conflict/policy';
 export { conflictReportJson, writeConflictReport, CONFLICT_REPORT_FORMAT, CONFLICT_REPORT_VERSION } from './conflict/report';

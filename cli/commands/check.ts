@@ -20,8 +20,8 @@
  */
 import { Command } from 'commander';
 import { DbCheckResult, DbImport, conflictFailure } from '../../src/ingest/importIntoDb';
-import { Progress } from '../../src/ingest/progress';
 import { dbCheckJson } from '../../src/ingest/importJson';
+import { Progress } from '../../src/ingest/progress';
 import {
   CONFLICT_CHECK_OPTIONS,
   ConflictCheckCliOptions,
@@ -33,7 +33,9 @@ import {
 } from './importOptions';
 import { runInterruptible } from './interrupt';
 import { withFinalEvent } from './progressEvents';
-import { SERVER_OPTIONS, TargetOptions, dbDirOf, remoteImport } from './serverTarget';
+import { SERVER_OPTIONS, TargetOptions, dbDirOf } from './serverTarget';
+import { remoteImport } from './remoteImport';
+import { printCheckResult } from './importOutput';
 import { IngestError } from '../../src/util/errors';
 
 interface CheckCliOptions extends ConflictCheckCliOptions, ImportCliOptions {
@@ -73,19 +75,4 @@ async function runCheck(inputs: string[], o: CheckCliOptions): Promise<void> {
     printCheckResult(result, o, false);
     return { doc: dbCheckJson(result), failure: conflictFailure(result) };
   });
-}
-
-/** Prints a check's result (--json: the document; else one line) and fails with exit 3 on conflicts. */
-export function printCheckResult(result: DbCheckResult, o: { json?: boolean; quiet?: boolean }, fail = true): void {
-  const s = result.report.summary;
-  if (o.json === true) {
-    process.stdout.write(`${JSON.stringify(dbCheckJson(result))}\n`);
-  } else if (o.quiet !== true) {
-    process.stdout.write(
-      `checked ${s.sstKeys} rows against ${result.db}: ${s.new} new, ${s.unchanged} unchanged, ${s.conflicts} conflicting ` +
-        `(${s.strategy} scan, ${s.scanSeconds}s${result.reportPath !== null ? `, report in ${result.reportPath}` : ''})\n`,
-    );
-  }
-  const failure = conflictFailure(result);
-  if (fail && failure !== null) throw failure;
 }

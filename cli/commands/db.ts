@@ -14,7 +14,7 @@
  * Keys and values on the command line and in the output: see dbText.ts (`--hex`, `--key SPEC`).
  *
  * `--server URL [--token-file F]` instead of --db (docs/serve.md, "The CLI as a client"): the
- * command runs through the server's API (src/server/client.ts), keys and values in hex on the
+ * command runs through the server's API (cli/serverClient.ts), keys and values in hex on the
  * wire and formatted here by the same DbTextCodec, so output and exit codes are those of --db
  * (a server's error comes back with its code; an unreachable server exits 1 naming the URL).
  * put/delete --json print the `ingest-sequence` the server acknowledged; delete-range is a
@@ -45,9 +45,10 @@ import { statsReportOf } from '../../src/engine/statsReport';
 import { currentFileName } from '../../src/engine/fileNames';
 import { resetPerfContext, snapshotPerfContext, PerfContext } from '../../src/base/perfContext';
 import { IngestError } from '../../src/util/errors';
+import { nonNegativeInteger } from '../../src/ingest/options/optionText';
 import { DbTextCodec, KeyFields } from './dbText';
 import { TargetOptions, dbDirOf, withServer } from './serverTarget';
-import type { ServerClient } from '../../src/server/client';
+import type { ServerClient } from '../serverClient';
 import { StatsReport } from '../../src/engine/statsReport';
 
 interface CommonOptions extends TargetOptions {
@@ -417,15 +418,6 @@ async function compactCommand(o: CompactOptions): Promise<void> {
 
 // --- registration ---------------------------------------------------------------------------------
 
-function nonNegativeInt(name: string): (v: string) => number {
-  return (v: string) => {
-    const n = Number(v);
-    if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n))
-      throw new IngestError('USAGE', `${name} must be a non-negative integer, got "${v}"`);
-    return n;
-  };
-}
-
 /** The options every database command takes. */
 function withCommonOptions(cmd: Command): Command {
   return cmd
@@ -456,7 +448,7 @@ export function registerDbCommands(program: Command): void {
   withCommonOptions(program.command('scan').description('print key-value pairs in key order'))
     .option('--from <key>', 'first key (inclusive)')
     .option('--to <key>', 'end key (exclusive)')
-    .option('--limit <n>', 'print at most n pairs', nonNegativeInt('--limit'))
+    .option('--limit <n>', 'print at most n pairs', nonNegativeInteger('--limit'))
     .option('--reverse', 'descending key order (from the last key before --to)')
     .option('--stats', 'print the perf context of the scan on stderr')
     .action((o: ScanOptions) => scanCommand(o));

@@ -35,16 +35,17 @@ import {
   PROGRESS_OPTION,
   RESUME_OPTIONS,
   ResumeCliOptions,
+  abandonedMessage,
   addOptions,
+  diskQuotaOf,
+  stepCheckpointsOf,
   toImportOptions,
 } from './importOptions';
 import { withFinalEvent } from './progressEvents';
-import { SERVER_OPTIONS, TargetOptions, remoteImport } from './serverTarget';
+import { SERVER_OPTIONS, TargetOptions } from './serverTarget';
+import { remoteImport } from './remoteImport';
 import { runDbImport } from './importDb';
 import { runInterruptible } from './interrupt';
-
-export { parseByteSize } from './importOptions';
-import { parseByteSize } from './importOptions';
 
 interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, TargetOptions, ResumeCliOptions {
   outputDir?: string;
@@ -141,20 +142,4 @@ export async function runImportToDir(inputs: string[], o: ImportCliOptions & Res
     }
     return { doc: summary, failure: null };
   });
-}
-
-/** --disk-quota in bytes, or undefined. */
-export function diskQuotaOf(o: ResumeCliOptions): number | undefined {
-  return o.diskQuota === undefined ? undefined : parseByteSize(o.diskQuota, '--disk-quota');
-}
-
-/** --step-checkpoints-from, in bytes (undefined: the library's default). */
-export function stepCheckpointsOf(o: ResumeCliOptions): number | undefined {
-  return o.stepCheckpointsFrom === undefined ? undefined : parseByteSize(o.stepCheckpointsFrom, '--step-checkpoints-from');
-}
-
-/** What Ctrl-C or SIGTERM says: a resumable import is kept for the next run of the same command. */
-export function abandonedMessage(resume: boolean, inputs: readonly string[], dir: string, otherwise: string): string {
-  if (!resume || inputs.includes('-')) return otherwise;
-  return `the import is kept: run the same command again to resume it (ingest pending ${dir} lists it)`;
 }

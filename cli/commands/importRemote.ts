@@ -2,7 +2,7 @@
  * `ingest import|check|plan <inputs...> --server URL [--token-file F]`: the import pipeline with
  * its CPU-heavy half on this machine and its database half on the server, so the server's cores
  * keep serving. Here: parse, sort and write the SSTs (src/ingest/importer.ts) into a private temp
- * directory, each with its row-origins file; there: POST /v1/imports/sst (src/server/client.ts)
+ * directory, each with its row-origins file; there: POST /v1/imports/sst (cli/serverClient.ts)
  * verifies them, runs the conflict check against the live engine, applies the policy and lands
  * them (docs/serve.md).
  *
@@ -19,14 +19,13 @@ import { CsvImport, ImportSummary } from '../../src/ingest/importer';
 import { DbCheckResult, DbImportMode, DbImportResult } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
 import { ConflictReport, writeConflictReport } from '../../src/conflict/report';
-import { ServerClient, UploadFile } from '../../src/server/client';
+import { ServerClient, UploadFile } from '../serverClient';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
 import { PipelineCliOptions, toImportOptions } from './importOptions';
 import { TargetOptions, withServer } from './serverTarget';
 import { runInterruptible } from './interrupt';
-import { printImportResult } from './importDb';
-import { printCheckResult } from './check';
+import { printCheckResult, printImportResult } from './importOutput';
 
 export type RemoteCliOptions = Omit<PipelineCliOptions, 'db'> & TargetOptions & { json?: boolean; quiet?: boolean };
 

@@ -1,22 +1,20 @@
 /**
  * `--db DIR` or `--server URL [--token-file F]`: where a database command or an import goes.
  * Exactly one of the two (both, or neither, is a usage error, exit 2). With --server the command
- * runs as a client of `ingest serve` (src/server/client.ts) and prints what it would with --db.
+ * runs as a client of `ingest serve` (cli/serverClient.ts) and prints what it would with --db.
  */
 import { IngestError } from '../../src/util/errors';
 import { onFirstUse } from '../../src/util/onFirstUse';
-import type { ServerClient } from '../../src/server/client';
+import type { ServerClient } from '../serverClient';
 import { readTokenFile } from '../../src/server/auth';
-import { OptionDef } from './importOptions';
+import { OptionDef } from '../../src/ingest/options/optionTable';
 
 /**
  * The client side of --server (the HTTP client, the uploads, their report printing: about 30 ms
  * of modules at start-up) loads only when a command runs with --server: every command pays its
  * modules' load before it does anything, and a nightly `ingest import --db` never needs these.
  */
-const clientModule = onFirstUse(() => require('../../src/server/client') as typeof import('../../src/server/client'));
-/** cli/commands/importRemote.ts (import, plan and check with --server), on first use. */
-export const remoteImport = onFirstUse(() => require('./importRemote') as typeof import('./importRemote'));
+const clientModule = onFirstUse(() => require('../serverClient') as typeof import('../serverClient'));
 
 export interface TargetOptions {
   db?: string;

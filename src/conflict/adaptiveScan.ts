@@ -33,7 +33,7 @@
  * - Explorations repeat, so that a change in density is noticed, but only after the preferred
  *   strategy has covered a growing number of keys since the last (MIN_KEYS_BETWEEN_EXPLORATIONS), and only while the
  *   time spent exploring stays within EXPLORE_SHARE of the scan: a strategy eight times slower is
- *   explored eight times less often, and exploring costs a few percent at most whatever the ratio.
+ *   explored eight times less often, and exploring costs about a percent whatever the ratio.
  *   The budget counts what coming back costs too: the time the chunk after an exploration takes
  *   beyond its strategy's estimate (StrategyChooser.returnCostMs).
  * - A seek chunk after point lookups starts with the engine iterator behind the SST key: its first
@@ -41,17 +41,18 @@
  *   lookups went) is a cost of switching, not of seeking, and is left out of the seek estimate (it
  *   is counted in the exploration budget, as part of the exploration or of coming back from one).
  * - Seek chunks are bounded in interleaving steps, and the SST keys they covered (skipped spans
- *   included) are estimated from the SST iterator's position (SstRunIterator.approximateOrdinal);
+ *   included) are estimated from the SST iterator's position (SstSetIterator.approximateOrdinal);
  *   get chunks count their keys exactly.
  * Every chunk is at most SCAN_KEYS_PER_YIELD steps or keys, and the scan yields between chunks,
  * so a chunk's time never includes other work of the event loop.
  */
 import { Sliced } from '../util/slices';
 import { DbIterator } from '../engine/dbIterator';
-import { SstRunIterator } from './sstRun';
+import { SstSetIterator } from './sstSet';
 import { PointLookups, SCAN_KEYS_PER_YIELD, ScanInput, SeekCursor } from './scan';
+import type { AdaptiveScanStats, ScanStrategy } from './scanStrategy';
 
-export type ScanStrategy = 'seek' | 'get';
+export type { AdaptiveScanStats, ScanStrategy } from './scanStrategy';
 
 /**
  * Chunk sizes: SST keys for point lookups, interleaving steps for seeks (where the sides
@@ -73,8 +74,14 @@ export const MAX_CHUNK_SIZE = SCAN_KEYS_PER_YIELD;
  */
 export const EXPLORE_MAX_MS = 0.015;
 const EXPLORE_STRIDE: Readonly<Record<ScanStrategy, number>> = { get: 4, seek: 2 };
-/** At most this share of the scan's time goes to exploring the strategy not preferred. */
-export const EXPLORE_SHARE = 0.03;
+/**
+ * At most this share of the scan's time goes to exploring the strategy not preferred. Measured
+ * (docs/conflicts.md, Performance, 2026-12-04): at 3%, one exploration plus the cost of coming
+ * back from it could overshoot the budget, and `auto` ran up to 19% behind seek+next in cells
+ * where seek was the right first choice; at 1% the same cells ran 0.94-1.10x, and a scan whose
+ * density changes still switches (test/conflict/adaptiveStrategy.test.ts).
+ */
+export const EXPLORE_SHARE = 0.01;
 /** The other strategy must be at least this much cheaper (estimate ratio) to take over. */
 export const SWITCH_MARGIN = 0.9;
 /**
@@ -107,22 +114,6 @@ export interface AdaptiveScanOptions {
 }
 
 /** What the adaptive scan did (see docs/conflicts.md, summary.adaptive). */
-export interface AdaptiveScanStats {
-  /** The strategy of the first chunk. */
-  firstStrategy: ScanStrategy;
-  /** SST keys classified by point lookups; the rest of the run went by the interleaved seeks. */
-  getKeys: number;
-  seekKeys: number;
-  chunks: number;
-  /** Chunks run by the strategy not preferred at the time, to measure it. */
-  explorations: number;
-  /** Times the preferred strategy changed. */
-  switches: number;
-  /** The last estimates, nanoseconds per SST key, rounded; null if never measured. */
-  seekCostPerKeyNs: number | null;
-  getCostPerKeyNs: number | null;
-}
-
 export interface ChunkPlan {
   strategy: ScanStrategy;
   /** SST keys (get) or interleaving steps (seek). */
@@ -235,7 +226,7 @@ function chunkTiming(keys: number, t0: number, workStart: number, now: number, s
 /** Runs a seek chunk of `steps` steps; after point lookups its first (catch-up) step is timed apart. */
 function timeSeeks(
   cursor: SeekCursor,
-  sst: SstRunIterator,
+  sst: SstSetIterator,
   steps: number,
   last: ScanStrategy | null,
   limit: ChunkLimit,

@@ -4,7 +4,7 @@
  * new, which are unchanged, and which conflict (see scan.ts for the semantics and strategies,
  * report.ts for the report).
  *
- * Steps: open the files as one sorted run (sstRun.ts); take a snapshot unless given one; choose
+ * Steps: open the files as one sorted run (sstSet.ts); take a snapshot unless given one; choose
  * the strategy; scan (timed alone as scanSeconds); then, for the conflicts listed, fill in what
  * the scan did not need: sequence numbers the get strategy could not see, and each new row's
  * input file and line from the caller's `sourceOf` (called in ascending key order, so it can
@@ -30,7 +30,7 @@
 import { Engine, Snapshot } from '../engine/engine';
 import { perf } from '../base/perfContext';
 import { BlockCache } from '../sstable/reader/blockCache';
-import { nativeBlockCodec } from '../sstable/nativeBlockCodec';
+import { nativeUtil } from '../util/nativeUtil';
 import { IngestError, assert } from '../util/errors';
 import { SliceOptions, Sliced, runSliced, runSlicedSync } from '../util/slices';
 import { ConflictCollector } from './collector';
@@ -48,7 +48,7 @@ import {
 import { engineHoldsKeysIn, openEngineIterator, resolveExistingSeqs, scanByGets, scanBySeeking, ScanInput } from './scan';
 import { DbIterator } from '../engine/dbIterator';
 import { AdaptiveScanStats, FirstChoice, scanAdaptively, ScanStrategy } from './adaptiveScan';
-import { SstRun } from './sstRun';
+import { SstSet } from './sstSet';
 
 /** Engine bytes in range per SST byte above which `auto` picks point lookups (CockroachDB's 10). */
 export const AUTO_GET_RATIO = 10;
@@ -96,9 +96,9 @@ interface StrategyChoice {
 
 export function checkSstConflicts(engine: Engine, sstPaths: readonly string[], opts: CheckSstConflictsOptions = {}): ConflictReport {
   validateOptions(opts);
-  const run = SstRun.open(sstPaths, { verifyChecksums: opts.verifyChecksums, blockCache: opts.blockCache });
+  const run = SstSet.open(sstPaths, { verifyChecksums: opts.verifyChecksums, blockCache: opts.blockCache });
   try {
-    return checkSstRunConflicts(engine, run, opts);
+    return checkSstSetConflicts(engine, run, opts);
   } finally {
     run.close();
   }
@@ -111,7 +111,7 @@ export async function checkSstConflictsSliced(
   opts: CheckSstConflictsOptions & Pick<SliceOptions, 'sliceMs'> = {},
 ): Promise<ConflictReport> {
   validateOptions(opts);
-  const run = SstRun.open(sstPaths, { verifyChecksums: opts.verifyChecksums, blockCache: opts.blockCache });
+  const run = SstSet.open(sstPaths, { verifyChecksums: opts.verifyChecksums, blockCache: opts.blockCache });
   try {
     const meter = new ScanMeter();
     const slices = conflictCheckSlices(engine, run, opts, meter);
@@ -122,7 +122,7 @@ export async function checkSstConflictsSliced(
 }
 
 /** checkSstConflicts over SSTs already open as a run (for callers that check one set repeatedly). */
-export function checkSstRunConflicts(engine: Engine, run: SstRun, opts: CheckSstConflictsOptions = {}): ConflictReport {
+export function checkSstSetConflicts(engine: Engine, run: SstSet, opts: CheckSstConflictsOptions = {}): ConflictReport {
   validateOptions(opts);
   return runSlicedSync(conflictCheckSlices(engine, run, opts, new ScanMeter()));
 }
@@ -131,7 +131,7 @@ export function checkSstRunConflicts(engine: Engine, run: SstRun, opts: CheckSst
 const threadCpuClock = loadThreadClock();
 
 function loadThreadClock(): (() => number) | null {
-  const codec = nativeBlockCodec;
+  const codec = nativeUtil;
   if (codec === null || codec.threadCpuSeconds() < 0) return null;
   return () => codec.threadCpuSeconds();
 }
@@ -183,7 +183,7 @@ class ScanMeter {
   }
 }
 
-function* conflictCheckSlices(engine: Engine, run: SstRun, opts: CheckSstConflictsOptions, meter: ScanMeter): Sliced<ConflictReport> {
+function* conflictCheckSlices(engine: Engine, run: SstSet, opts: CheckSstConflictsOptions, meter: ScanMeter): Sliced<ConflictReport> {
   const requested = opts.strategy ?? 'auto';
   const maxReported = opts.maxReported ?? DEFAULT_MAX_REPORTED;
   const trySeekUsingNext = opts.trySeekUsingNext ?? true;
@@ -338,7 +338,7 @@ interface ByteRuleChoice extends FirstChoice {
  * CockroachDB's rule, auto's first pick: point lookups when the engine holds over AUTO_GET_RATIO x
  * the SSTs' bytes in their range; confident AUTO_CONFIDENT_FACTOR beyond that either way.
  */
-function chooseByBytes(engine: Engine, run: SstRun, upperBound: Buffer): ByteRuleChoice {
+function chooseByBytes(engine: Engine, run: SstSet, upperBound: Buffer): ByteRuleChoice {
   const engineBytes = engine.approximateTableBytesInRange(run.smallest, upperBound);
   const sstBytes = run.totalFileBytes;
   const get = engineBytes > AUTO_GET_RATIO * sstBytes;

@@ -19,7 +19,7 @@ export interface PendingConflict {
   newSizeBytes: number;
   /** Sequence number of the engine's version, or -1 when the strategy could not see it. */
   existingSeq: number;
-  /** Index into SstRun.files of the file holding the new row. */
+  /** Index into SstSet.files of the file holding the new row. */
   fileIndex: number;
 }
 

@@ -9,7 +9,7 @@
  *
  * The decision is only as fresh as the report's snapshot: the caller must ingest without
  * letting writes into the files' span in between, or a write racing the import can turn into an
- * unreported overwrite. ingestWithConflictCheck (checkedIngest.ts) does that with the engine's
+ * unreported overwrite. ingestWithConflictCheck (ingestWithConflictCheck.ts) does that with the engine's
  * span latch; applyConflictPolicySliced is the same decision with the skip rewrite run a slice at
  * a time.
  */

@@ -18,7 +18,7 @@ import * as fs from 'fs';
 import * as nodePath from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
-import type { AdaptiveScanStats } from './adaptiveScan';
+import type { AdaptiveScanStats } from './scanStrategy';
 
 export const CONFLICT_REPORT_FORMAT = 'sst-ingest.conflict-report';
 export const CONFLICT_REPORT_VERSION = 1;

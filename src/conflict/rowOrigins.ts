@@ -18,7 +18,7 @@ import { CorruptionError } from '../util/errors';
 import { TRAILER_BYTES } from '../base/internalKey';
 import { compareByteRanges } from '../base/keyCompare';
 import { TableIterator } from '../sstable/reader/tableIterator';
-import { SstRun } from './sstRun';
+import { SstSet } from './sstSet';
 import { RowSource } from './report';
 import { OriginsFile, originsPathFor, readOriginsFile } from './rowOriginsFile';
 
@@ -27,16 +27,16 @@ import { OriginsFile, originsPathFor, readOriginsFile } from './rowOriginsFile';
  * answer undefined. Keep it open for the check, then close() it.
  */
 export class RowOriginIndex {
-  private readonly run: SstRun;
+  private readonly run: SstSet;
   private readonly walks: Array<{ origins: OriginsFile | null; it: TableIterator | null; ordinal: number } | undefined>;
 
-  private constructor(run: SstRun) {
+  private constructor(run: SstSet) {
     this.run = run;
     this.walks = new Array(run.files.length);
   }
 
   static open(sstPaths: readonly string[]): RowOriginIndex {
-    return new RowOriginIndex(SstRun.open(sstPaths));
+    return new RowOriginIndex(SstSet.open(sstPaths));
   }
 
   /** An index when at least one SST has an origins file beside it, else null (nothing opened). */

@@ -49,14 +49,14 @@ import { perf } from '../base/perfContext';
 import { TRAILER_BYTES } from '../base/internalKey';
 import { Sliced } from '../util/slices';
 import { ConflictCollector } from './collector';
-import { SstRun, SstRunIterator } from './sstRun';
+import { SstSet, SstSetIterator } from './sstSet';
 
 /** Loop steps between yields: a step costs well under a microsecond, so a few hundred is cheap. */
 export const SCAN_KEYS_PER_YIELD = 256;
 
 export interface ScanInput {
   engine: Engine;
-  run: SstRun;
+  run: SstSet;
   snapshot: Snapshot;
   /** Exclusive upper bound just past the run's largest key. */
   upperBound: Buffer;
@@ -131,7 +131,7 @@ export class SeekCursor {
   /** `eng` must stand at a live key (engineHoldsKeysIn returned true); `sst` at its first key. */
   constructor(
     private readonly eng: DbIterator,
-    private readonly sst: SstRunIterator,
+    private readonly sst: SstSetIterator,
     private readonly collector: ConflictCollector,
     private readonly trySeekUsingNext: boolean,
   ) {
@@ -208,7 +208,7 @@ export class PointLookups {
 
   constructor(
     private readonly input: ScanInput,
-    private readonly sst: SstRunIterator,
+    private readonly sst: SstSetIterator,
   ) {
     this.readOpts = { snapshot: input.snapshot };
   }

@@ -45,8 +45,6 @@
 import { setImmediate as yieldToEventLoop } from 'timers/promises';
 import { IngestError, assert, isNoSpaceError } from '../util/errors';
 import { SeekKeyBuilder, ValueType, formatKey } from '../base/internalKey';
-import { TableBuilderOptions } from '../sstwriter/tableBuilder';
-import { BlockCache } from '../sstable/reader/blockCache';
 import { DbLock } from './lockFile';
 import { logFileName, tableFileName } from './fileNames';
 import { removeIfExists, syncDir, syncDirAsync } from './durableFs';
@@ -74,45 +72,12 @@ import { IngestOptions, IngestionPlan, IngestionResult, ingestExternalFiles, pla
 import { CheckedIngestion, IngestionCheck, ingestExternalFilesChecked } from './ingest/checkedIngestion';
 import { HeldLatch, SpanLatches } from './spanLatches';
 import { RangeDelAggregator } from './rangedel/rangeDelAggregator';
+import { PinnedSequences, Snapshot } from './snapshot';
+import { EngineOptions } from './engineOptions';
 import { maxCoveringSeq } from './rangedel/tombstoneIndex';
 
-/** The table options an engine lets a user choose for the files it writes. */
-export type EngineTableOptions = Partial<
-  Pick<
-    TableBuilderOptions,
-    'formatVersion' | 'checksumType' | 'compression' | 'blockSizeBytes' | 'blockRestartInterval' | 'bloomBitsPerKey'
-  >
->;
-
-export interface EngineOptions extends CompactionOptions {
-  /** Create the database if the directory holds none (default true). */
-  createIfMissing?: boolean;
-  /** Refuse to open an existing database (default false). */
-  errorIfExists?: boolean;
-  /** Memtable size at which it becomes immutable and is flushed (default 64 MiB). */
-  writeBufferSizeBytes?: number;
-  /** Unflushed immutable memtables past which writers wait (default 2). */
-  maxImmutableMemtables?: number;
-  /** Default for WriteOptions.sync (default false). */
-  sync?: boolean;
-  /** Shared data-block cache; default a new cache of blockCacheSizeBytes. */
-  blockCache?: BlockCache;
-  /** Size of the default block cache (default 32 MiB). */
-  blockCacheSizeBytes?: number;
-  /** Table readers kept open (default 1000). */
-  maxOpenFiles?: number;
-  maxManifestFileSizeBytes?: number;
-  /** Options for flushed tables (defaults: the table builder's, i.e. format 5, LZ4, 10 bits/key Bloom). */
-  table?: EngineTableOptions;
-  /** Entries a background flush writes between returns to the event loop (default 4096). */
-  flushSliceEntries?: number;
-  /**
-   * How long a write into a span latched by an ingestion, or an ingestion over a span another
-   * holds, may wait before it fails with LATCH_TIMEOUT (default 60 s; see spanLatches.ts).
-   */
-  latchWaitTimeoutMs?: number;
-}
-
+export type { EngineOptions, EngineTableOptions } from './engineOptions';
+export { Snapshot } from './snapshot';
 export { DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './spanLatches';
 
 export interface WriteOptions {
@@ -160,55 +125,6 @@ export interface EngineStats {
   compaction: CompactionStats;
   /** Span latches (spanLatches.ts): held now, waits of writes on one, waits that timed out. */
   latches: { held: number; writesDelayed: number; timeouts: number };
-}
-
-/** A pinned read point: reads through it see exactly the writes up to `sequence`. */
-/**
- * The sequence numbers pinned by live snapshots and iterators, as reference counts. Counting by
- * number rather than keeping a Set of Snapshot objects matters because every iterator pins one:
- * a Set's add/delete of a fresh object (identity hashing, tombstones) cost 2.5% of seekrandom.
- */
-class PinnedSequences {
-  private readonly refsBySequence = new Map<number, number>();
-  private pinCount = 0;
-
-  pin(sequence: number): void {
-    this.refsBySequence.set(sequence, (this.refsBySequence.get(sequence) ?? 0) + 1);
-    this.pinCount++;
-  }
-
-  unpin(sequence: number): void {
-    const refs = this.refsBySequence.get(sequence);
-    assert(refs !== undefined && refs > 0, `sequence ${sequence} unpinned more often than pinned`);
-    if (refs === 1) this.refsBySequence.delete(sequence);
-    else this.refsBySequence.set(sequence, refs - 1);
-    this.pinCount--;
-  }
-
-  /** Live pins (snapshots plus open iterators). */
-  get size(): number {
-    return this.pinCount;
-  }
-
-  /** The pinned sequence numbers, ascending and distinct. */
-  sequences(): number[] {
-    return [...this.refsBySequence.keys()].sort((a, b) => a - b);
-  }
-}
-
-export class Snapshot {
-  private released = false;
-  constructor(
-    readonly sequence: number,
-    private readonly owner: PinnedSequences,
-  ) {
-    owner.pin(sequence);
-  }
-  release(): void {
-    if (this.released) return;
-    this.released = true;
-    this.owner.unpin(this.sequence);
-  }
 }
 
 interface ImmutableMemtable {

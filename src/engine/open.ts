@@ -31,7 +31,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { IngestError, assert } from '../util/errors';
 import { BlockCache } from '../sstable/reader/blockCache';
-import type { EngineOptions } from './engine';
+import type { EngineOptions } from './engineOptions';
 import { DbLock } from './lockFile';
 import { removeAbandonedScratchDirs } from './scratchDirs';
 import { FileKind, logFileName, manifestFileName, parseFileName } from './fileNames';

@@ -19,7 +19,7 @@
  *               conflicting key, beside them in the private directory);
  *   5. ingest   the files the policy chose, with replaceRange when asked; or with dryRun,
  *               Engine.planIngestion, which links nothing.
- * In import mode steps 3-5 are one checked ingestion (conflict/checkedIngest.ts): the engine
+ * In import mode steps 3-5 are one checked ingestion (conflict/ingestWithConflictCheck.ts): the engine
  * latches the files' span, the scan reads at a snapshot taken under the latch, and the
  * ingestion commits before the latch is released.
  * The private directory (or a check's temp directory) is removed at the end whatever happens
@@ -72,7 +72,7 @@ import { crashPoint } from '../util/crashPoints';
 import { checkScratchSpace, noSpaceErrorOf } from './diskSpace';
 import { KeySpec } from './rows/keySpec';
 import { CheckSstConflictsOptions, checkSstConflictsSliced } from '../conflict/checkSstConflicts';
-import { ingestWithConflictCheck } from '../conflict/checkedIngest';
+import { ingestWithConflictCheck } from '../conflict/ingestWithConflictCheck';
 import { IngestPlan, OnConflict, applyConflictPolicySliced } from '../conflict/policy';
 import { ConflictReport, ConflictStrategy, writeConflictReport } from '../conflict/report';
 import { RowOriginIndex } from '../conflict/rowOrigins';

@@ -26,15 +26,14 @@ import * as os from 'os';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError, isNoSpaceError } from '../util/errors';
-import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
-import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect';
+import { CsvDialect, normalizeDialect } from './csv/csvDialect';
 import { readCsvFast, readCsvWithCsvParse } from './csv/csvReader';
-import { displayName, isSplittable, openByteSource } from './csv/inputSource';
+import { displayName, isSplittable, openByteSource, statInputSize } from './csv/inputSource';
+import { ImportPlan, parseSettingsOf, planImport, rowOriginSourcesOf } from './phases';
 import { KeySpec } from './rows/keySpec';
 import { DuplicatePolicy, MergeRange, MergeResult, MergeResumeHooks, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
 import { Progress } from './progress';
-import { ValueFormat } from './rows/rowEncoder';
-import { BadRow, LayoutPlan, RowSink } from './rows/rowSink';
+import { BadRow, LayoutPlan, RowSink } from './parse/rowSink';
 import { RunInfo, spillSortBuffer } from './sort/runFile';
 import { SortBuffer } from './sort/sortBuffer';
 import {
@@ -49,9 +48,9 @@ import {
 } from './sort/sstSetWriter';
 import { KeyRangePlan, MergeWorkerPool, RangeReporting, mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
 import { MergeHandOver, parseInWorkers } from './parse/parallelParse';
-import { nativeBlockCodec } from '../sstable/nativeBlockCodec';
+import { nativeUtil } from '../util/nativeUtil';
 import { InputNamer, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
-import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
+import { MemoryBudget } from './memoryBudget';
 import { ImportJob, finishedJobFiles } from './resume/importJob';
 import { fingerprintInput, OptionsFingerprint } from './resume/fingerprint';
 import {
@@ -76,7 +75,6 @@ import { isDefinitiveFailure } from './resume/failures';
 import { PARALLEL_MIN_INPUT_BYTES } from './parse/prestart';
 import { ScratchQuota, bytesIn, checkScratchSpace, estimateScratchBytes, noSpaceErrorOf } from './diskSpace';
 
-export const DEFAULT_TARGET_FILE_SIZE_BYTES = 64 << 20;
 /**
  * Runs at least this large are merged on two worker threads by default (two cores or more).
  * Measured on 1,000 rows (under 1 MB): one thread 0.14 s, two 0.28 s (their start-up); on 1M
@@ -89,140 +87,17 @@ function defaultMergeThreads(runBytes: number): number {
   return os.availableParallelism() >= 2 && runBytes >= PARALLEL_MERGE_MIN_RUN_BYTES ? 2 : 1;
 }
 
-export type ParserChoice = 'auto' | 'fast' | 'csv-parse';
+import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions, ImportSummary, RowLocation } from './importTypes';
 
-export interface ImportOptions {
-  inputs: string[];
-  /**
-   * The name each input goes by in messages, the summary and the row origins, in the order of
-   * `inputs` (default: its path, "stdin" for -). A server that spools a request body to a file
-   * names it after the request instead of its private path.
-   */
-  inputNames?: string[];
-  outputDir: string;
-  tmpDir?: string;
-  dialect?: Partial<CsvDialect>;
-  header?: boolean;
-  columns?: string[] | null;
-  /** The key spec, parsed (KeySpec.parse), or its --key text, parsed once when the run starts; default "1". */
-  key?: KeySpec | string;
-  value?: string;
-  valueFormat?: ValueFormat;
-  memoryLimitBytes?: number;
-  targetFileSizeBytes?: number;
-  onDuplicate?: DuplicatePolicy;
-  maxBadRows?: number;
-  rejectsPath?: string;
-  parser?: ParserChoice;
-  /**
-   * Worker threads for the parse and the merge (0 = all on the main thread). Default: 2 on 2+
-   * cores, used for inputs (parse: regular files only) of PARALLEL_MIN_INPUT_BYTES or more; an
-   * explicit value is used whatever the size (the merge needs 2+ to run in parallel).
-   */
-  parseThreads?: number;
-  /**
-   * Merge worker threads (key ranges merged in parallel); 1 = merge on the main thread. Default:
-   * 2 on 2+ cores once the runs reach PARALLEL_MERGE_MIN_RUN_BYTES, else 1 (mergeThreadsFor).
-   */
-  mergeThreads?: number;
-  /**
-   * Run a one-thread merge on a worker thread instead of the main thread (default false): for a
-   * process that keeps serving while it imports (importIntoDb with a caller's engine sets it), so
-   * the merge never holds its event loop. Same output; costs one worker start (~30 ms).
-   */
-  mergeOffMainThread?: boolean;
-  /**
-   * Lower the CPU priority of the import's worker threads (parse, merge and their compressors)
-   * by this much, 0..19 (default 0). A process that serves requests beside the import sets it so
-   * that its main thread wins the CPU whenever both want it (src/util/workerBootstrap.ts).
-   */
-  workerNiceness?: number;
-  sstOptions?: Partial<SstFileWriterOptions>;
-  /** Byte-range size for parse workers (default: sized so one range fills about one sort buffer). For tests. */
-  parseTaskBytes?: number;
-  /**
-   * Write a row-origins side file `NNNNNN.origins` beside each `NNNNNN.sst` (input file and line
-   * of every entry; src/conflict/rowOrigins.ts), so a conflict check can name each new row's
-   * source. Default false: plain output is the SSTs and the summary. `check` and `import --db` set it.
-   */
-  writeRowOrigins?: boolean;
-  /** Write the summary file (import-summary.json) next to the SSTs; default true. */
-  writeSummaryFile?: boolean;
-  progress?: Progress;
-  /**
-   * Make the import resumable (default false here; the CLI's default is true): checkpoints in a
-   * job directory inside outputDir, so that the same import run again after a crash goes on
-   * where it stopped (src/ingest/resume/importJob.ts). Inputs must be files (not stdin).
-   */
-  resume?: boolean;
-  /** With resume: discard a pending job for these inputs and start over (--no-resume). */
-  restart?: boolean;
-  /** A job its caller opened (DbImport: the job directory is outputDir); the caller finishes or keeps it. */
-  job?: ImportJob;
-  /**
-   * A resumable import of at least this many input bytes checkpoints each parse range and each SST
-   * (a kill redoes one range or one SST per thread); a smaller one checkpoints only its merged SSTs,
-   * and a kill before that redoes it whole (default STEP_CHECKPOINTS_FROM_INPUT_BYTES; 0: always
-   * every step). --step-checkpoints-from.
-   */
-  stepCheckpointsFromInputBytes?: number;
-  /**
-   * Scratch space the import may use (runs and SSTs, --disk-quota): checked against the estimate
-   * and the free space before parsing, and as runs and SSTs are finished (src/ingest/diskSpace.ts).
-   */
-  diskQuotaBytes?: number;
-}
-
-export interface RowLocation {
-  file: string;
-  line: number;
-}
-
-/** The summary `--json` prints and import-summary.json holds. Field names are stable. */
-export interface ImportSummary {
-  inputs: { path: string; bytes: number | null }[];
-  inputBytes: number;
-  parser: 'fast' | 'csv-parse';
-  parserReason: string;
-  parseThreads: number;
-  parseRanges: number;
-  parseRangesRetried: number;
-  mergeThreads: number;
-  rowsRead: number;
-  rowsWritten: number;
-  badRows: number;
-  rejectsPath: string | null;
-  duplicates: {
-    policy: DuplicatePolicy;
-    count: number;
-    examples: { key: string; first: RowLocation; duplicate: RowLocation }[];
-  };
-  outputDir: string;
-  outputFiles: {
-    path: string;
-    fileSizeBytes: number;
-    entries: number;
-    smallestKey: string;
-    largestKey: string;
-    smallestKeyHex: string;
-    largestKeyHex: string;
-  }[];
-  runs: number;
-  runBytes: number;
-  phases: { parseSeconds: number; mergeSeconds: number; publishSeconds: number; totalSeconds: number };
-  /** The resumable job (null when the import is not resumable): what it took over and redid. */
-  resume: ImportResumeSummary | null;
-  rowsPerSecond: number;
-  inputMiBPerSecond: number;
-  memoryLimitBytes: number;
-  peakRssBytes: number;
-}
+export { DEFAULT_TARGET_FILE_SIZE_BYTES } from './importTypes';
+export type { ImportOptions, ImportSummary, ParserChoice, RowLocation } from './importTypes';
 
 /** Where a row came from, by parse source and source-relative line. */
 type Locator = (source: number, line: number) => RowLocation;
 
-/** What setUp settles before any phase runs. */
+/** What setUp settles before any phase runs: the plan, and what runs it here. */
 interface ImportSetup {
+  importPlan: ImportPlan;
   dialect: CsvDialect;
   budget: MemoryBudget;
   targetFileSizeBytes: number;
@@ -422,62 +297,30 @@ export class CsvImport {
     }
   }
 
-  /** Checks the options and settles everything the phases need; touches no file but the inputs' sizes. */
+  /** Checks the options and settles everything the phases need (planImport); touches no file but the inputs' sizes. */
   private setUp(): ImportSetup {
-    const o = this.opts;
-    if (o.inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
-    if (o.inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
-    if (o.inputNames !== undefined && o.inputNames.length !== o.inputs.length) {
-      throw new IngestError('INVALID_ARGUMENT', `inputNames has ${o.inputNames.length} names for ${o.inputs.length} inputs`);
-    }
-    const dialect = normalizeDialect(o.dialect ?? {});
-    const budget = new MemoryBudget(o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES);
-    const keySpec = KeySpec.of(o.key ?? '1');
-    const plan: LayoutPlan = {
-      keyRefs: [...keySpec.refs],
-      valueSpec: o.value,
-      valueFormat: o.valueFormat ?? 'raw',
-      columns: o.columns ?? null,
-      header: o.header ?? false,
-      delimiter: dialect.delimiter,
-    };
-    const refusal = fastPathRefusal(dialect);
-    const parserChoice = o.parser ?? 'auto';
-    if (parserChoice === 'fast' && refusal !== null) throw new IngestError('USAGE', `--parser fast cannot run this dialect: ${refusal}`);
-    const fast = parserChoice !== 'csv-parse' && refusal === null;
-    const parserReason = fast
-      ? 'single-byte delimiter/quote/comment with quote doubling'
-      : parserChoice === 'csv-parse'
-        ? 'requested with --parser csv-parse'
-        : (refusal as string);
-    const inputSizes = o.inputs.map((p) => (p === '-' ? null : statSize(p)));
+    const plan = planImport(this.opts);
     return {
-      dialect,
-      budget,
-      targetFileSizeBytes: o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES,
-      policy: o.onDuplicate ?? 'error',
-      maxBadRows: o.maxBadRows ?? 0,
-      keySpec,
-      plan,
-      fast,
-      parserReason,
-      progress: o.progress ?? new Progress(false),
-      inputSizes,
-      totalInput: inputSizes.reduce<number>((a, b) => a + (b ?? 0), 0),
+      importPlan: plan,
+      dialect: plan.dialect,
+      budget: new MemoryBudget(plan.memoryLimitBytes),
+      targetFileSizeBytes: plan.targetFileSizeBytes,
+      policy: plan.policy,
+      maxBadRows: plan.maxBadRows,
+      keySpec: KeySpec.of(this.opts.key ?? '1'),
+      plan: plan.layout,
+      fast: plan.parser === 'fast',
+      parserReason: plan.parserReason,
+      progress: this.opts.progress ?? new Progress(false),
+      inputSizes: plan.inputSizes,
+      totalInput: plan.totalInputBytes,
     };
   }
 
   /** Phase 1: parse into sorted runs, in worker threads for large regular files, else in-process. */
   private async parse(s: ImportSetup): Promise<{ outcome: ParseOutcome; threads: number }> {
     const o = this.opts;
-    const settings: ParseSettings = {
-      dialect: s.dialect,
-      plan: s.plan,
-      quoteByte: s.dialect.quote === '' ? -1 : s.dialect.quote.charCodeAt(0),
-      maxBadRows: s.maxBadRows,
-      runDir: this.workDir as string,
-      workerNiceness: o.workerNiceness ?? 0,
-    };
+    const settings: ParseSettings = parseSettingsOf(s.importPlan, this.workDir as string);
     const explicitThreads = o.parseThreads !== undefined;
     const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
     const parallel =
@@ -591,7 +434,7 @@ export class CsvImport {
     if (job !== null && job.state.phase !== 'parse' && job.state.phase !== 'merge') return;
     const threads = o.mergeThreads ?? defaultMergeThreads(s.totalInput);
     if (threads < 2) return;
-    if (nativeBlockCodec === null) {
+    if (nativeUtil === null) {
       this.mergePool = new MergeWorkerPool(threads, o.workerNiceness ?? 0);
       return;
     }
@@ -764,7 +607,7 @@ export class CsvImport {
     );
     let inputBytes = 0;
     let doneBefore = 0;
-    const total = inputs.reduce<number | null>((a, p) => (a === null || p === '-' ? null : a + statSize(p)), 0);
+    const total = inputs.reduce<number | null>((a, p) => (a === null || p === '-' ? null : a + statInputSize(p)), 0);
     for (let i = 0; i < inputs.length; i++) {
       sink.source = i;
       sink.expectHeader = settings.plan.header;
@@ -889,34 +732,6 @@ function duplicateKeysError(merge: MergeResult, keySpec: KeySpec, locate: Locato
     'DUPLICATE_KEY',
     `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`,
   );
-}
-
-/** The origins files' view of the row sources: one name per input, a line offset per source. */
-function rowOriginSourcesOf(sources: readonly SourceInfo[], nameOf: InputNamer): RowOriginSources {
-  const inputNames: string[] = [];
-  const indexOfName = new Map<string, number>();
-  const inputOfSource: number[] = [];
-  const lineOffsetOfSource: number[] = [];
-  for (const s of sources) {
-    const name = nameOf(s.file);
-    let i = indexOfName.get(name);
-    if (i === undefined) {
-      i = inputNames.length;
-      inputNames.push(name);
-      indexOfName.set(name, i);
-    }
-    inputOfSource.push(i);
-    lineOffsetOfSource.push(s.lineOffset);
-  }
-  return { inputNames, inputOfSource, lineOffsetOfSource };
-}
-
-function statSize(p: string): number {
-  try {
-    return fs.statSync(p).size;
-  } catch (e) {
-    throw new IngestError('BAD_INPUT', `cannot read input ${p}: ${(e as Error).message}`, { cause: e });
-  }
 }
 
 /** Rejects: JSON lines {"file","line","reason","text"}, in input order. */

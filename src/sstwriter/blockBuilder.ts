@@ -25,6 +25,11 @@
  *
  * Limits: a block may not exceed MAX_BLOCK_BYTES, because restart offsets are u32 and RocksDB
  * refuses to compress (and Node Buffers cannot hold) anything near 2^32.
+ *
+ * Written twice: the import's native merge lays out its data blocks itself (native/mergeBlocks.c,
+ * `append` and `finish_block`, for user key | type 1 | sequence 0 entries, no value delta). A
+ * change to the layout here must be made there too; test/ingest/sort/nativeDataBlock.test.ts
+ * checks that both give the same bytes for the same entries.
  */
 import { ByteSink, MAX_VARINT32_BYTES, varintLength, writeVarint } from '../util/coding';
 import { assert } from '../util/errors';

@@ -9,9 +9,9 @@
  * FLUSH_THRESHOLD_BYTES + WRITE_THROUGH_BYTES.
  *
  * Writeback: every WRITEBACK_EVERY_BYTES written, the sink asks the kernel to start writing them
- * to disk (the native codec's startWriteback: sync_file_range, as RocksDB's bytes_per_sync), so
- * the fsync at the end waits for the tail instead of the whole file. A hint only; without the
- * native codec nothing changes but that wait.
+ * to disk (startWriteback in src/util/nativeUtil.ts: sync_file_range, as RocksDB's
+ * bytes_per_sync), so the fsync at the end waits for the tail instead of the whole file. A hint
+ * only; without the native addon nothing changes but that wait.
  *
  * Contract: `flush()` writes everything buffered; `sync()` flushes and then fsyncs. The sink does
  * not own the descriptor (the caller opens and closes it). Write failures surface as
@@ -20,7 +20,7 @@
 import * as fs from 'fs';
 import { ByteSink } from '../util/coding';
 import { IngestError } from '../util/errors';
-import { nativeBlockCodec } from '../sstable/nativeBlockCodec';
+import { nativeUtil } from '../util/nativeUtil';
 
 export interface TableSink {
   append(data: Uint8Array): void;
@@ -91,8 +91,8 @@ export class FileSink implements TableSink {
       );
     }
     this.writtenBytes += data.length;
-    if (nativeBlockCodec !== null && this.writtenBytes - this.writebackFrom >= WRITEBACK_EVERY_BYTES) {
-      nativeBlockCodec.startWriteback(this.fd, this.writebackFrom, this.writtenBytes - this.writebackFrom);
+    if (nativeUtil !== null && this.writtenBytes - this.writebackFrom >= WRITEBACK_EVERY_BYTES) {
+      nativeUtil.startWriteback(this.fd, this.writebackFrom, this.writtenBytes - this.writebackFrom);
       this.writebackFrom = this.writtenBytes;
     }
   }

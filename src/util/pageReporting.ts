@@ -7,7 +7,7 @@
  * takes the memory back; the next touch of it costs the host's own faults again. A transparent
  * huge page needs exactly such a free 2 MiB block, so on these VMs huge pages are the memory the
  * host has taken back, while 4 KiB pages mostly come from smaller free blocks it has not.
- * Measured on the 2-core VM (docs/import.md, "Eleventh round"): after twelve idle seconds,
+ * Measured on the 2-core VM (docs/import-benchmark-history.md, "Eleventh round"): after twelve idle seconds,
  * 32 huge-page faults in a row took 0.3, 0.4, then 20-29 ms each (10-14 ms per MiB), where 4 KiB
  * pages cost 0.45-0.75 ms per MiB.
  *

@@ -5,7 +5,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
-import { registerImportCommand, parseByteSize } from '../../cli/commands/import';
+import { registerImportCommand } from '../../cli/commands/import';
+import { parseByteSize } from '../../cli/commands/importOptions';
 import { ImportSummary } from '../../src/ingest/importer';
 import { exitCodeFor } from '../../src/util/errors';
 import { readOutputSsts, tempDir } from '../ingest/support';

@@ -1,11 +1,11 @@
 /**
  * The import pipeline's commands (`import`, `check`, `plan`) register on their own, in any order,
- * and take the same import options from the one table (cli/commands/importOptions.ts).
+ * and take the same import options from the one table (src/ingest/options/optionTable.ts, made commander options by cli/commands/importOptions.ts).
  */
 import { Command } from 'commander';
 import { registerCheckCommand } from '../../cli/commands/check';
 import { registerImportCommand } from '../../cli/commands/import';
-import { registerPlanCommand } from '../../cli/commands/importDb';
+import { registerPlanCommand } from '../../cli/commands/plan';
 import {
   CONFLICT_CHECK_OPTIONS,
   DB_POLICY_OPTIONS,

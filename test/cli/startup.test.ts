@@ -32,7 +32,7 @@ test('loading the command line loads neither the server, its client, fastify nor
   // What a command does need is there: the import and the engine.
   expect(loaded).toContain('src/ingest/importer.ts');
   expect(loaded).toContain('src/engine/engine.ts');
-  for (const lazy of ['src/server/server.ts', 'src/server/client.ts', 'cli/commands/importRemote.ts']) expect(loaded).not.toContain(lazy);
+  for (const lazy of ['src/server/server.ts', 'cli/serverClient.ts', 'cli/commands/importRemote.ts']) expect(loaded).not.toContain(lazy);
   expect(loaded.filter((p) => p.includes('node_modules/fastify/'))).toEqual([]);
   expect(loaded.filter((p) => p.includes('node_modules/csv-parse/dist/cjs/sync'))).toEqual([]);
 });

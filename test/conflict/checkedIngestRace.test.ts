@@ -22,7 +22,7 @@ import * as path from 'path';
 import { Engine } from '../../src/engine/engine';
 import { WriteBatch } from '../../src/engine/writeBatch';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
-import { ingestWithConflictCheck } from '../../src/conflict/checkedIngest';
+import { ingestWithConflictCheck } from '../../src/conflict/ingestWithConflictCheck';
 import { checkSstConflicts, checkSstConflictsSliced } from '../../src/conflict/checkSstConflicts';
 import { OnConflict, applyConflictPolicy } from '../../src/conflict/policy';
 import { mulberry32 } from '../../src/util/random';

@@ -8,11 +8,12 @@
  * a full buffer, and a range end (stopAt) inside the window.
  */
 import { CsvTokenizer, RecordSink } from '../../src/ingest/csv/csvTokenizer';
-import { LayoutPlan, RowSink } from '../../src/ingest/rows/rowSink';
+import { LayoutPlan, RowSink } from '../../src/ingest/parse/rowSink';
 import { parseKeySpecText } from '../../src/ingest/rows/keySpec';
 import { SortBuffer } from '../../src/ingest/sort/sortBuffer';
-import { nativeBlockCodec } from '../../src/sstable/nativeBlockCodec';
+import { nativeImport } from '../../src/ingest/nativeImport';
 import { mulberry32 } from '../../src/util/random';
+import { describeIfNative } from '../support/native';
 
 interface Entry {
   key: string;
@@ -176,8 +177,6 @@ function runBothWays(spec: Omit<RunSpec, 'bulk'>): { js: Outcome; native: Outcom
   return { js, native };
 }
 
-const describeIfNative = nativeBlockCodec === null ? describe.skip : describe;
-
 describeIfNative('native CSV fast path against the JavaScript one', () => {
   const layouts: [string, string | undefined][] = [
     ['1:int64', undefined],
@@ -264,7 +263,7 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
   });
 
   it('refuses arguments out of range before writing anything', () => {
-    const codec = nativeBlockCodec!;
+    const codec = nativeImport!;
     const buffer = new SortBuffer(1 << 20, 1 << 10, 1 << 10);
     const src = Buffer.from('1,a\n');
     const layout = Int32Array.of(0x2c, -1, -1, 2, 0, 1, 0x2c, 2, 0);

@@ -8,15 +8,17 @@
 import { SortBuffer, shouldAdviseHugePages } from '../../src/ingest/sort/sortBuffer';
 import { KeySpec, parseKeySpecText } from '../../src/ingest/rows/keySpec';
 import { mulberry32 } from '../../src/util/random';
-import { nativeBlockCodec } from '../../src/sstable/nativeBlockCodec';
+import { nativeImport } from '../../src/ingest/nativeImport';
+import { nativeUtil } from '../../src/util/nativeUtil';
 import { spillSortBuffer } from '../../src/ingest/sort/runFile';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { describeIfNative } from '../support/native';
 
-/** The JavaScript sort and gather, and the native ones where the codec is built (CI requires it: test/sstable/nativeBlockCodec.test.ts). */
+/** The JavaScript sort and gather, and the native ones where the addon is built (CI requires it: test/support/native.ts). */
 const PATHS: [string, boolean][] =
-  nativeBlockCodec !== null
+  nativeImport !== null
     ? [
         ['javascript', false],
         ['native', true],
@@ -166,7 +168,7 @@ describe('huge-page advice', () => {
     const saved = process.env.SST_INGEST_HUGE_PAGES;
     try {
       process.env.SST_INGEST_HUGE_PAGES = '1';
-      expect(new SortBuffer(4 << 20).hugePagesAdvised).toBe(nativeBlockCodec !== null);
+      expect(new SortBuffer(4 << 20).hugePagesAdvised).toBe(nativeUtil !== null);
       process.env.SST_INGEST_HUGE_PAGES = '0';
       expect(new SortBuffer(4 << 20).hugePagesAdvised).toBe(false);
     } finally {
@@ -198,9 +200,8 @@ describe('spilled runs', () => {
   });
 });
 
-const describeIfNative = nativeBlockCodec === null ? describe.skip : describe;
 describeIfNative('native sort and gather arguments', () => {
-  const codec = nativeBlockCodec!;
+  const codec = nativeImport!;
   it('refuse columns shorter than the count and keys outside the arena, writing nothing', () => {
     const buffer = new SortBuffer(1 << 20);
     fillRows(buffer, 100, 10);

@@ -26,6 +26,7 @@ import {
 } from '../../src/sstable/compression';
 import { computeBlockChecksum } from '../../src/sstable/checksum';
 import { nativeBlockCodec, isNativeCodecError } from '../../src/sstable/nativeBlockCodec';
+import { describeIfNative } from '../support/native';
 import { TableReader } from '../../src/sstable/reader/tableReader';
 import { SstFileWriter } from '../../src/sstwriter/sstFileWriter';
 import { encodeVarint } from '../../src/util/coding';
@@ -116,8 +117,6 @@ describe('codecs', () => {
     }
   });
 });
-
-const describeIfNative = nativeBlockCodec === null ? describe.skip : describe;
 
 describeIfNative('native Snappy decoder', () => {
   const codec = nativeBlockCodec!;

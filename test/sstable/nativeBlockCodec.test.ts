@@ -1,12 +1,13 @@
 /**
- * The native block codec (native/*.c through src/sstable/nativeBlockCodec.ts) against the JavaScript
- * packages it stands in for: XXH3 against @node-rs/xxhash, LZ4 decoding against lz4-napi's own
- * output, hostile LZ4 input, LZ4 encoding decoded back by lz4-napi and by the native decoder
- * (and its output bound), huge-page advice, and whole-table reads with the codec on and off, including the error
- * every flipped byte of a file gives.
+ * The native block codec (native/sstableExports.c through src/sstable/nativeBlockCodec.ts) against
+ * the JavaScript packages it stands in for: XXH3 against @node-rs/xxhash, LZ4 decoding against
+ * lz4-napi's own output, hostile LZ4 input, LZ4 encoding decoded back by lz4-napi and by the
+ * native decoder (and its output bound), and whole-table reads with the codec on and off,
+ * including the error every flipped byte of a file gives. (The addon's page and writeback hints
+ * are test/util/nativeUtil.test.ts; its import functions are tested under test/ingest/.)
  *
- * When the codec is not built the suite says why and skips, unless SST_INGEST_REQUIRE_NATIVE=1
- * (set by .ci/run), where a missing codec fails the first test.
+ * When the addon is not built the suites say why and skip, unless SST_INGEST_REQUIRE_NATIVE=1
+ * (set by .ci/run), where they fail (test/support/native.ts).
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -23,17 +24,15 @@ import { ARENA_SLAB_BYTES, BlockArena } from '../../src/sstable/reader/blockAren
 import { BlockCache } from '../../src/sstable/reader/blockCache';
 import { mulberry32 } from '../../src/util/random';
 import { REPO_ROOT } from '../support/paths';
+import { describeIfNative, nativeRequired } from '../support/native';
 
-const required = process.env.SST_INGEST_REQUIRE_NATIVE === '1';
 const ROOT = REPO_ROOT;
 
-it('the native codec is loaded when required', () => {
-  if (required) expect(nativeBlockCodecStatus).toMatch(/^loaded /);
-  if (nativeBlockCodec === null) console.log(`native block codec not in use: ${nativeBlockCodecStatus}; its tests are skipped`);
-  expect(typeof nativeBlockCodecStatus).toBe('string');
+it('the native codec is loaded when required, and says why not otherwise', () => {
+  if (nativeRequired) expect(nativeBlockCodecStatus).toMatch(/^loaded /);
+  expect(nativeBlockCodecStatus.startsWith('loaded ')).toBe(nativeBlockCodec !== null);
 });
 
-const describeIfNative = nativeBlockCodec === null ? describe.skip : describe;
 const codec = nativeBlockCodec!;
 
 function randomBuffer(length: number, seed: number): Buffer {
@@ -227,53 +226,6 @@ describeIfNative('LZ4 encoding', () => {
     expect(() => codec.lz4EncodeInto(src, 0, 101, dst, 0, 200)).toThrow(/out of range/);
     expect(() => codec.lz4EncodeInto(src, 50, 10, dst, 0, 200)).toThrow(/start > end/);
     expect(() => codec.lz4EncodeInto(src, 0, 100, dst, 0, 201)).toThrow(/out of range/);
-  });
-});
-
-describeIfNative('huge-page advice', () => {
-  it('advises large buffers and typed arrays of any element size, and leaves their contents alone', () => {
-    const big = Buffer.alloc(8 << 20, 7);
-    expect(codec.adviseHugePages(big)).toBe(true);
-    expect(big.every((b) => b === 7)).toBe(true);
-    expect(codec.adviseHugePages(new Float64Array(1 << 20))).toBe(true);
-    // Smaller than one aligned 2 MiB page: nothing to advise.
-    expect(codec.adviseHugePages(new Uint8Array(4096))).toBe(false);
-    expect(() => codec.adviseHugePages({} as unknown as Uint8Array)).toThrow(/adviseHugePages/);
-  });
-});
-
-describeIfNative('page release and writeback hints', () => {
-  it('releases the whole pages inside a view, which stays usable and reads zeros there', () => {
-    const big = Buffer.alloc(8 << 20, 7);
-    expect(codec.releasePages(big)).toBe(true);
-    // Every byte at least a page from either end lies in a whole page inside the view.
-    const pageBytes = 4096;
-    expect(big.subarray(pageBytes, big.length - pageBytes).every((b) => b === 0)).toBe(true);
-    big.fill(9, 0, 1 << 20);
-    expect(big[12345]).toBe(9);
-    // No whole page inside: nothing released, nothing changed.
-    const small = Buffer.alloc(100, 5);
-    expect(codec.releasePages(small)).toBe(false);
-    expect(small.every((b) => b === 5)).toBe(true);
-    expect(() => codec.releasePages({} as unknown as Uint8Array)).toThrow(/releasePages/);
-  });
-
-  it('starts the writeback of a file range, and refuses bad arguments', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'writeback-'));
-    try {
-      const file = path.join(dir, 'f');
-      const fd = fs.openSync(file, 'w');
-      fs.writeSync(fd, Buffer.alloc(1 << 20, 3));
-      expect(codec.startWriteback(fd, 0, 1 << 20)).toBe(process.platform === 'linux');
-      fs.closeSync(fd);
-      expect(fs.readFileSync(file).every((b) => b === 3)).toBe(true);
-      // A closed descriptor: the kernel refuses, nothing throws.
-      expect(codec.startWriteback(fd, 0, 1 << 20)).toBe(false);
-      expect(() => codec.startWriteback(-1, 0, 10)).toThrow(/startWriteback/);
-      expect(() => codec.startWriteback(fd, -5, 10)).toThrow(/startWriteback/);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
   });
 });
 

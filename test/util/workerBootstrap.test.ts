@@ -28,9 +28,11 @@ function reply(w: Worker): Promise<PriorityReply> {
 }
 
 const caller = path.join(__dirname, 'fixtures', 'caller.ts');
+// Thread priorities and scheduling policies are read from Linux's /proc (test/util/fixtures/reportPriority.ts).
 const linux = process.platform === 'linux';
+const suiteName = linux ? 'startModuleWorker' : 'startModuleWorker [skipped: thread priorities are read from Linux /proc]';
 
-(linux ? describe : describe.skip)('startModuleWorker', () => {
+(linux ? describe : describe.skip)(suiteName, () => {
   it('runs a worker at normal priority by default', async () => {
     expect((await reply(startModuleWorker(caller, 'reportPriority', {}))).priority).toBe(0);
   });

@@ -29,7 +29,7 @@
  * keys).
  */
 import { IngestError } from '../../util/errors';
-import type { Snapshot } from '../engine';
+import type { Snapshot } from '../snapshot';
 import { UserKeyRange, describeUserKeyRange, userKeyRangesOverlap } from '../runningCompactions';
 import { ExternalFileInfo } from './externalFile';
 import { IngestionHost } from './ingestionHost';

@@ -12,7 +12,7 @@
  * - latches are the engine's span latches: every write checks them in the synchronous step of its
  *   commit, so a span latched here receives no write until released.
  */
-import type { Snapshot } from '../engine';
+import type { Snapshot } from '../snapshot';
 import { Memtable } from '../memtable/memtable';
 import { SpanLatches } from '../spanLatches';
 import { RunningCompactions } from '../runningCompactions';

@@ -160,3 +160,12 @@ export async function openByteSource(path: string): Promise<ByteSource> {
   }
   return new FileSource(handle, path, size);
 }
+
+/** The size of an input file; an input that cannot be read is BAD_INPUT naming it. */
+export function statInputSize(p: string): number {
+  try {
+    return fs.statSync(p).size;
+  } catch (e) {
+    throw new IngestError('BAD_INPUT', `cannot read input ${p}: ${(e as Error).message}`, { cause: e });
+  }
+}

@@ -1,12 +1,9 @@
 /**
  * Parallel parse: regular files cut into byte ranges, parsed by worker threads (src/ingest/parse/parseWorker.ts).
  *
- * Record boundaries: a range is started after the first LF at or after its nominal offset. That
- * LF may sit inside a quoted field, so the guess is checked: the range before it parses past its
- * own end up to the first *true* record boundary and reports it; if that differs from where the
- * next range started, the next range's output is discarded and it is parsed again from the right
- * place. The first range of each file starts right after the file's header, found by a probe of
- * the file's first bytes on the main thread (which also binds the layout).
+ * The plan (probes, layout, ranges) is rangePlan.ts's, the walk over the results (boundaries
+ * checked, wrong guesses parsed again, line offsets and bad rows totalled) rangeChain.ts's: this
+ * module runs the ranges on worker threads between the two.
  *
  * Scheduling: ranges go to workers in file order, at most one per worker at a time (p-limit);
  * the main thread then walks the results in input order, checking boundaries, re-running
@@ -20,176 +17,29 @@
 import * as fs from 'fs';
 import pLimit from 'p-limit';
 import { Worker } from 'worker_threads';
-import { IngestError, assert } from '../../util/errors';
-import { dialectBytes } from '../csv/csvDialect';
-import { CsvTokenizer, RecordSink } from '../csv/csvTokenizer';
-import { MAX_RECORD_BYTES } from '../csv/csvReader';
+import { IngestError } from '../../util/errors';
 import {
   ParseOutcome,
   ParseSettings,
   ParseTask,
   ParseTaskResult,
   ParseWorkerData,
-  SourceInfo,
   WorkerReply,
   BecomeMergeWorker,
-  tooManyBadRowsError,
   InputNamer,
   ParseWorkerInit,
 } from './parseTypes';
+import { planParseRanges } from './rangePlan';
+import { chainRangeResults } from './rangeChain';
 import { discardPrestartedWorkers, takePrestartedWorkers } from './prestart';
 import { MemoryBudget } from '../memoryBudget';
 import { Progress } from '../progress';
-import { BadRow, BoundLayout, bindLayout } from '../rows/rowSink';
-import { SORT_BYTES_PER_ENTRY } from '../sort/sortBuffer';
 import { startModuleWorker } from '../../util/workerBootstrap';
 import { MergeWorkerPool } from '../sort/parallelMerge';
 
-const LF = 0x0a;
-/**
- * The probe's first read; it grows fourfold while it holds too few complete records. Small on
- * purpose: the probe tokenizes all it reads, on the main thread, before any worker starts (a
- * 1 MiB first read cost 20-25 ms there at 1M rows, for two records).
- */
-const PROBE_INITIAL_BYTES = 64 << 10;
-const BOUNDARY_SCAN_BYTES = 64 << 10;
 const PROGRESS_INTERVAL_MS = 200;
-/** Expected sort-buffer bytes per input byte for ~100-byte rows (row + index); sizes ranges so one usually fits one run. */
-const BUFFER_BYTES_PER_INPUT_BYTE = 1 + SORT_BYTES_PER_ENTRY / 100;
-const MIN_TASK_BYTES = 1 << 20;
-/** Rounds of ranges per worker at least (see planTaskBytes). */
-export const MIN_PARSE_ROUNDS = 2;
 
-interface FileProbe {
-  dataStart: number;
-  /** Line of the byte at dataStart. */
-  dataStartLine: number;
-  header: string[] | null;
-  /** Field count of the first data record, or -1 when there is none in the probe. */
-  firstFieldCount: number;
-}
-
-/** Reads a file's first bytes: BOM, skipped lines, header record, first data record. */
-function probeFile(file: string, size: number, settings: ParseSettings, name: string): FileProbe {
-  const { dialect, plan } = settings;
-  const fd = fs.openSync(file, 'r');
-  try {
-    for (let want = PROBE_INITIAL_BYTES; ; want *= 4) {
-      const n = Math.min(size, want);
-      const buf = Buffer.allocUnsafe(n);
-      let got = 0;
-      while (got < n) {
-        const r = fs.readSync(fd, buf, got, n - got, got);
-        if (r === 0) break;
-        got += r;
-      }
-      const eof = got >= size;
-      let pos = 0;
-      if (got >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) pos = 3;
-      let skipped = 0;
-      while (skipped < dialect.skipLines && pos < got) {
-        const lf = buf.indexOf(LF, pos);
-        if (lf < 0 || lf >= got) {
-          pos = got;
-          break;
-        }
-        pos = lf + 1;
-        skipped++;
-      }
-      if (skipped < dialect.skipLines && !eof) continue;
-      const records: { fields: string[]; line: number; start: number; end: number }[] = [];
-      const sink: RecordSink = {
-        record(src, fieldCount, starts, ends, unescape, line, recordStart, recordEnd) {
-          if (records.length >= 2) return;
-          const fields: string[] = [];
-          for (let i = 0; i < fieldCount; i++) {
-            let s = src.toString('utf8', starts[i], ends[i]);
-            if (unescape[i] !== 0) s = s.split(dialect.quote + dialect.quote).join(dialect.quote);
-            fields.push(s);
-          }
-          records.push({ fields, line, start: recordStart, end: recordEnd });
-        },
-        badRecord() {},
-      };
-      const tokenizer = new CsvTokenizer(dialectBytes(dialect), dialect.skipLines + 1);
-      const stop = tokenizer.tokenize(buf, pos, got, eof, sink);
-      const needed = plan.header ? 2 : 1;
-      if (records.length < needed && !eof && stop < got) {
-        if (want >= MAX_RECORD_BYTES) throw new IngestError('BAD_INPUT', `${name}: no complete record in its first ${want} bytes`);
-        continue;
-      }
-      if (records.length < needed && !eof) {
-        // Complete records only, but too few of them in the window: read more.
-        if (want >= size) break;
-        continue;
-      }
-      if (!plan.header) {
-        return {
-          dataStart: pos,
-          dataStartLine: dialect.skipLines + 1,
-          header: null,
-          firstFieldCount: records.length > 0 ? records[0].fields.length : -1,
-        };
-      }
-      if (records.length === 0) return { dataStart: size, dataStartLine: dialect.skipLines + 1, header: null, firstFieldCount: -1 };
-      const h = records[0];
-      let dataStart = buf.indexOf(LF, h.end);
-      dataStart = dataStart < 0 || dataStart >= got ? got : dataStart + 1;
-      let lineFeeds = 0;
-      for (let p = buf.indexOf(LF, h.start); p >= 0 && p < dataStart; p = buf.indexOf(LF, p + 1)) lineFeeds++;
-      return {
-        dataStart,
-        dataStartLine: h.line + lineFeeds,
-        header: h.fields,
-        firstFieldCount: records.length > 1 ? records[1].fields.length : -1,
-      };
-    }
-    return { dataStart: size, dataStartLine: 1, header: null, firstFieldCount: -1 };
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/** The offset right after the first LF at or after `from - 1` (a guessed record boundary), or `size`. */
-function nextLineStart(fd: number, from: number, size: number): number {
-  if (from <= 0) return 0;
-  const buf = Buffer.allocUnsafe(BOUNDARY_SCAN_BYTES);
-  for (let off = from - 1; off < size; off += BOUNDARY_SCAN_BYTES) {
-    const n = fs.readSync(fd, buf, 0, Math.min(BOUNDARY_SCAN_BYTES, size - off), off);
-    if (n === 0) break;
-    const lf = buf.indexOf(LF);
-    if (lf >= 0 && lf < n) return off + lf + 1;
-  }
-  return size;
-}
-
-/**
- * Range size: at most what fills one sort buffer (so a range is usually one run), and a range
- * count that is a multiple of the thread count, so the last round of ranges keeps every worker
- * busy instead of leaving all but one idle while it sorts and spills (with one file; several
- * files round each file's last range anyway).
- *
- * At least MIN_PARSE_ROUNDS rounds, even when one would fit: a worker's second range reuses the
- * sort buffer memory its first touched, so an input smaller than the sort buffers first-touches
- * half as much memory. Why it matters: on the 2-core VM memory the process has not touched before
- * costs 1.7-2.4 ms per MiB to fault in (where a rewrite costs nothing), and at 1M trade rows two
- * rounds took peak RSS from 276 to 198 MiB and the parse from 0.280 to 0.249 s (medians of seven
- * alternating runs), for 20 ms more merge (four runs instead of two); three rounds gained no more
- * parse and cost 40 ms of merge. The ranges also balance better: a worker that finishes first
- * takes the next range.
- */
-export function planTaskBytes(dataBytes: number, maxTaskBytes: number, threads: number): number {
-  assert(threads >= 1 && Number.isInteger(threads), `parse threads must be a positive integer, got ${threads}`);
-  const largest = Math.max(MIN_TASK_BYTES, maxTaskBytes);
-  const rounds = Math.max(MIN_PARSE_ROUNDS, Math.ceil(dataBytes / largest / threads));
-  return Math.max(MIN_TASK_BYTES, Math.ceil(dataBytes / (rounds * threads)));
-}
-
-interface PlannedTask extends ParseTask {
-  /** First range of its file: its start is known to be a record boundary. */
-  firstOfFile: boolean;
-  fileIndex: number;
-}
+export { MIN_PARSE_ROUNDS, planTaskBytes } from './rangePlan';
 
 class WorkerPool {
   private readonly idle: Worker[] = [];
@@ -296,78 +146,16 @@ export async function parseInWorkers(
   resume?: ParseResume,
   handOver?: MergeHandOver,
 ): Promise<ParseOutcome | null> {
-  // Probe every file; bind the layout from the first header or first record.
-  const sizes = inputs.map((f) => fs.statSync(f).size);
-  const probes = inputs.map((f, i) => probeFile(f, sizes[i], settings, nameOf(f)));
-  let header: string[] | null = null;
-  for (let i = 0; i < probes.length; i++) {
-    const h = probes[i].header;
-    if (h === null) continue;
-    if (header === null) header = h;
-    else if (h.join('\u0000') !== header.join('\u0000')) {
-      throw new IngestError(
-        'BAD_INPUT',
-        `${nameOf(inputs[i])}: header ${JSON.stringify(h)} differs from the first file's ${JSON.stringify(header)}`,
-      );
-    }
-  }
-  const firstWithData = probes.find((p) => p.firstFieldCount >= 0);
-  const named = settings.plan.columns !== null || header !== null;
-  if (!named && firstWithData === undefined) {
-    // Data but no good record in the probes' windows: the layout cannot be bound here, and the
-    // data must not be dropped as if there were none. The caller parses in-process instead.
-    if (probes.some((p, i) => p.dataStart < sizes[i])) return null;
-    return {
-      runs: [],
-      sources: [],
-      rowsRead: 0,
-      badRowCount: 0,
-      badRows: [],
-      bound: null,
-      inputBytes: sizes.reduce((a, b) => a + b, 0),
-      ranges: 0,
-      rangesRetried: 0,
-    };
-  }
-  const bound: BoundLayout = bindLayout(settings.plan, header, firstWithData?.firstFieldCount ?? 0);
-
-  // Plan ranges.
-  const { sortBufferBytes } = budget.parserShare(threads);
-  const dataBytes = probes.reduce((a, p, i) => a + (sizes[i] - p.dataStart), 0);
-  const taskBytes =
-    resume?.taskBytes ?? taskBytesOverride ?? planTaskBytes(dataBytes, Math.floor(sortBufferBytes / BUFFER_BYTES_PER_INPUT_BYTE), threads);
-  resume?.onPlanned(taskBytes);
-  const tasks: PlannedTask[] = [];
-  inputs.forEach((file, fileIndex) => {
-    const size = sizes[fileIndex];
-    const p = probes[fileIndex];
-    if (p.dataStart >= size) return;
-    const fd = fs.openSync(file, 'r');
-    try {
-      // Range j nominally covers [dataStart + j*taskBytes, dataStart + (j+1)*taskBytes).
-      let start = p.dataStart;
-      for (let j = 1; start < size; j++) {
-        const stopAt = Math.min(size, p.dataStart + j * taskBytes);
-        tasks.push({
-          taskId: tasks.length,
-          source: tasks.length,
-          file,
-          fileSizeBytes: size,
-          startOffset: start,
-          stopAtOffset: Math.max(stopAt, start),
-          firstOfFile: j === 1,
-          fileIndex,
-        });
-        if (stopAt >= size) break;
-        start = Math.max(start, nextLineStart(fd, stopAt, size));
-      }
-    } finally {
-      fs.closeSync(fd);
-    }
-  });
-
+  const fixedTaskBytes = resume?.taskBytes ?? taskBytesOverride;
+  const sortBufferBytesOf = (): number => budget.parserShare(threads).sortBufferBytes;
+  const sizing = fixedTaskBytes !== undefined ? { taskBytes: fixedTaskBytes } : { threads, sortBufferBytes: sortBufferBytesOf };
+  const plan = planParseRanges(inputs, settings, nameOf, sizing);
+  if (plan === null) return null;
+  if (plan.bound === null) return chainRangeResults(plan, [], () => Promise.reject(new Error('no ranges')), settings.maxBadRows, nameOf);
+  resume?.onPlanned(plan.taskBytes);
+  const bound = plan.bound;
+  const sortBufferBytes = sortBufferBytesOf();
   const progressCells = new SharedArrayBuffer(threads * 2 * Float64Array.BYTES_PER_ELEMENT);
-  const cells = new Float64Array(progressCells);
   const pool = new WorkerPool(
     threads,
     (workerIndex) => ({ settings, bound, sortBufferBytes, workerIndex, progress: progressCells }),
@@ -375,25 +163,54 @@ export async function parseInWorkers(
   );
   // Prestarted workers this parse did not take (other niceness, fewer threads) go now.
   void discardPrestartedWorkers();
-  const totalBytes = sizes.reduce((a, b) => a + b, 0);
-  let finishedRows = 0;
-  const timer = setInterval(() => {
+  const timer = startProgress(
+    progress,
+    progressCells,
+    threads,
+    plan.sizes.reduce((a, b) => a + b, 0),
+  );
+  const results: (ParseTaskResult | null)[] = plan.tasks.map((t) => resume?.done.get(t.taskId) ?? null);
+  const runTask = recordingRunner(pool, threads, resume);
+  try {
+    await runAllRanges(plan.tasks, results, runTask, threads);
+    const outcome = await chainRangeResults(plan, results, runTask, settings.maxBadRows, nameOf);
+    await resume?.settle();
+    if (handOver !== undefined) pool.handOver(handOver.pool, handOver.count);
+    return outcome;
+  } catch (e) {
+    const allRuns = results.flatMap((r) => (r === null ? [] : r.runs.map((x) => x.path)));
+    if (resume === undefined || !resume.keepsRunsAfter(e)) for (const p of allRuns) fs.rmSync(p, { force: true });
+    throw e;
+  } finally {
+    clearInterval(timer);
+    await pool.close();
+  }
+}
+
+/** Progress of the parse from the workers' shared cells (bytes read, rows), every PROGRESS_INTERVAL_MS. */
+function startProgress(progress: Progress, progressCells: SharedArrayBuffer, threads: number, totalBytes: number): NodeJS.Timeout {
+  const cells = new Float64Array(progressCells);
+  return setInterval(() => {
     let bytes = 0;
-    let rows = finishedRows;
+    let rows = 0;
     for (let i = 0; i < threads; i++) {
       bytes += cells[2 * i];
       rows += cells[2 * i + 1];
     }
     progress.update({ phase: `parse (${threads} threads)`, doneBytes: bytes, totalBytes, rows, totalRows: null });
   }, PROGRESS_INTERVAL_MS);
+}
 
-  const results: (ParseTaskResult | null)[] = tasks.map((t) => resume?.done.get(t.taskId) ?? null);
-  // Finished ranges whose runs are still being fsynced and recorded (resumable parse only). A
-  // resume redoes every range started and not yet recorded: the one each thread parses, and
-  // these. A thread waits before starting a range while a whole round of them is outstanding,
-  // so that is at most two ranges per parse thread even on a disk slower than the parse.
+/**
+ * Runs ranges on the pool, reporting each to a resumable job. Finished ranges whose runs are
+ * still being fsynced and recorded are outstanding: a resume redoes every range started and not
+ * yet recorded (the one each thread parses, and these). A thread waits before starting a range
+ * while a whole round of them is outstanding, so that is at most two ranges per parse thread
+ * even on a disk slower than the parse.
+ */
+function recordingRunner(pool: WorkerPool, threads: number, resume: ParseResume | undefined): (t: ParseTask) => Promise<ParseTaskResult> {
   const recording = new Set<Promise<void>>();
-  const runTask = async (t: ParseTask): Promise<ParseTaskResult> => {
+  return async (t) => {
     while (recording.size >= threads) await Promise.race(recording);
     resume?.onStarted(t);
     const r = await pool.run(t);
@@ -404,64 +221,25 @@ export async function parseInWorkers(
     }
     return r;
   };
-  const allRuns = (): string[] => results.flatMap((r) => (r === null ? [] : r.runs.map((x) => x.path)));
-  try {
-    const limit = pLimit(threads);
-    let stop = false;
-    await Promise.all(
-      tasks.map((t) =>
-        limit(async () => {
-          if (stop || results[t.taskId] !== null) return;
-          const r = await runTask(t);
-          results[t.taskId] = r;
-          if (r.stoppedEarly) stop = true;
-        }),
-      ),
-    );
+}
 
-    // Walk in input order: check boundaries, re-run wrong guesses, total lines and bad rows.
-    const sources: SourceInfo[] = [];
-    const badRows: BadRow[] = [];
-    let badRowCount = 0;
-    let rowsRead = 0;
-    let prev: ParseTaskResult | null = null;
-    let lineOffset = 0;
-    let rangesRetried = 0;
-    for (const t of tasks) {
-      let r = results[t.taskId];
-      if (t.firstOfFile) {
-        lineOffset = probes[t.fileIndex].dataStartLine - 1;
-      } else if (prev !== null && (r === null || r.startOffset !== prev.endOffset)) {
-        // Wrong guess (or never run): parse again from where the previous range really ended.
-        if (r !== null) for (const run of r.runs) fs.rmSync(run.path, { force: true });
-        const fixed: ParseTask = { ...t, startOffset: prev.endOffset, stopAtOffset: Math.max(t.stopAtOffset, prev.endOffset) };
-        if (r !== null) rangesRetried++;
-        r = await runTask(fixed);
+/** Runs every range not done yet, in file order, `threads` at a time; a range that hit the bad-row limit stops the dispatch. */
+async function runAllRanges(
+  tasks: readonly ParseTask[],
+  results: (ParseTaskResult | null)[],
+  runTask: (t: ParseTask) => Promise<ParseTaskResult>,
+  threads: number,
+): Promise<void> {
+  const limit = pLimit(threads);
+  let stop = false;
+  await Promise.all(
+    tasks.map((t) =>
+      limit(async () => {
+        if (stop || results[t.taskId] !== null) return;
+        const r = await runTask(t);
         results[t.taskId] = r;
-      }
-      if (r === null) r = results[t.taskId] = await runTask(t);
-      sources[t.source] = { file: t.file, lineOffset };
-      if (badRowCount + r.badRowCount > settings.maxBadRows) {
-        const fatalIndex = settings.maxBadRows - badRowCount;
-        const fatal = r.badRows[fatalIndex];
-        for (const b of r.badRows.slice(0, fatalIndex + 1)) badRows.push(b);
-        throw tooManyBadRowsError({ ...fatal, line: lineOffset + fatal.line }, nameOf(t.file), settings.maxBadRows, badRows, sources);
-      }
-      for (const b of r.badRows) badRows.push(b);
-      badRowCount += r.badRowCount;
-      rowsRead += r.rows;
-      lineOffset += r.lineFeeds;
-      prev = r;
-    }
-    const runs = tasks.flatMap((t) => (results[t.taskId] as ParseTaskResult).runs);
-    await resume?.settle();
-    if (handOver !== undefined) pool.handOver(handOver.pool, handOver.count);
-    return { runs, sources, rowsRead, badRowCount, badRows, bound, inputBytes: totalBytes, ranges: tasks.length, rangesRetried };
-  } catch (e) {
-    if (resume === undefined || !resume.keepsRunsAfter(e)) for (const p of allRuns()) fs.rmSync(p, { force: true });
-    throw e;
-  } finally {
-    clearInterval(timer);
-    await pool.close();
-  }
+        if (r.stoppedEarly) stop = true;
+      }),
+    ),
+  );
 }

@@ -5,7 +5,7 @@
  */
 import { IngestError } from '../../util/errors';
 import { CsvDialect } from '../csv/csvDialect';
-import { BadRow, BoundLayout, LayoutPlan } from '../rows/rowSink';
+import { BadRow, BoundLayout, LayoutPlan } from './rowSink';
 import { RunInfo } from '../sort/runFile';
 
 /** Settings every parser (in-process or worker) needs. */

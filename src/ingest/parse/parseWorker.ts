@@ -13,104 +13,11 @@
  * Start: with its ParseWorkerData as workerData, or started ahead of its import (prestart.ts)
  * with DeferredParseWorkerData, and then the data as its first message (ParseWorkerInit).
  */
-import * as fs from 'fs';
-import * as path from 'path';
 import { MessagePort, parentPort, workerData } from 'worker_threads';
 import { IngestError } from '../../util/errors';
-import { readCsvRange } from '../csv/csvReader';
-import {
-  BecomeMergeWorker,
-  DeferredParseWorkerData,
-  ParseTask,
-  ParseTaskResult,
-  ParseWorkerData,
-  ParseWorkerInit,
-  WorkerReply,
-} from './parseTypes';
-import { RowSink } from '../rows/rowSink';
-import { RunInfo, spillSortBuffer } from '../sort/runFile';
+import { BecomeMergeWorker, DeferredParseWorkerData, ParseTask, ParseWorkerData, ParseWorkerInit, WorkerReply } from './parseTypes';
+import { runParseTask } from './parseRange';
 import { SortBuffer } from '../sort/sortBuffer';
-
-/** Thrown through the tokenizer to end a task at its (maxBadRows + 1)-th bad row. */
-class StopTask extends Error {}
-
-export function runParseTask(data: ParseWorkerData, buffer: SortBuffer, task: ParseTask, progress: Float64Array | null): ParseTaskResult {
-  const { settings } = data;
-  const runs: RunInfo[] = [];
-  let runNumber = 0;
-  buffer.clear();
-  const spill = (): void => {
-    if (buffer.count === 0) return;
-    const file = path.join(settings.runDir, `w${data.workerIndex}-t${task.taskId}-${++runNumber}-${task.startOffset}.run`);
-    runs.push(spillSortBuffer(buffer, file));
-    buffer.clear();
-  };
-  const sink = new RowSink(
-    settings.plan,
-    data.bound,
-    buffer,
-    settings.quoteByte,
-    spill,
-    settings.maxBadRows,
-    settings.maxBadRows + 1,
-    () => {
-      throw new StopTask();
-    },
-    () => `${task.file} (bytes from ${task.startOffset})`,
-  );
-  sink.source = task.source;
-  const slot = data.workerIndex * 2;
-  let stoppedEarly = false;
-  let endOffset = task.startOffset;
-  let lineFeeds = 0;
-  let bytes = 0;
-  const fd = fs.openSync(task.file, 'r');
-  try {
-    const r = readCsvRange(
-      fd,
-      task.fileSizeBytes,
-      task.startOffset,
-      task.stopAtOffset,
-      settings.dialect,
-      sink,
-      1,
-      buffer.windowRegion(),
-      (n) => {
-        bytes += n;
-        if (progress !== null) {
-          progress[slot] += n;
-          progress[slot + 1] = sink.rows;
-        }
-      },
-    );
-    endOffset = r.endOffset;
-    lineFeeds = r.lineFeeds;
-    spill();
-  } catch (e) {
-    if (!(e instanceof StopTask)) {
-      for (const run of runs) fs.rmSync(run.path, { force: true });
-      throw e;
-    }
-    stoppedEarly = true;
-    for (const run of runs) fs.rmSync(run.path, { force: true });
-    runs.length = 0;
-    buffer.clear();
-  } finally {
-    fs.closeSync(fd);
-  }
-  return {
-    taskId: task.taskId,
-    startOffset: task.startOffset,
-    endOffset,
-    lineFeeds,
-    runs,
-    rows: sink.rows,
-    bytes,
-    badRowCount: sink.badRowCount,
-    badRows: sink.badRows,
-    stoppedEarly,
-  };
-}
 
 /** Serves ParseTasks on `port` with `data` until the worker is handed over to the merge. */
 function serveParseTasks(port: MessagePort, data: ParseWorkerData): void {

@@ -68,7 +68,7 @@ const JSON_EXPANSION = 6;
 
 /** Fields a record may have on the native path (native/rowParse.h, ROW_PARSE_MAX_FIELDS). */
 const NATIVE_MAX_FIELDS = 256;
-/** Slots of the native layout (native/blockcodec.c, parseRows). */
+/** Slots of the native layout (native/ingestExports.c, parseRows). */
 export const NATIVE_LAYOUT_SLOTS = 9;
 export const NATIVE_LAYOUT_DELIMITER = 0;
 export const NATIVE_LAYOUT_QUOTE = 1;

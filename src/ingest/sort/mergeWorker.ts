@@ -1,5 +1,5 @@
 /**
- * A merge worker thread: merges one key range of all runs into SSTs (see src/ingest/sort/parallelMerge.ts) and
+ * A merge worker thread: merges one key range of all runs into SSTs (mergeRange.ts; see src/ingest/sort/parallelMerge.ts) and
  * replies once with its MergeResult and files, then is terminated. With `report` it also posts
  * each SST as it finishes it, fsynced, with the counts up to its last key (a resumable job's
  * checkpoint), before the final reply. The task comes as workerData, or, for a standby worker
@@ -9,23 +9,25 @@
  */
 import { MessagePort, parentPort, workerData } from 'worker_threads';
 import { IngestError } from '../../util/errors';
-import { MergeResumeHooks, mergeRunsIntoSsts } from './mergeToSsts';
+import { MergeRangeHooks, mergeRange } from './mergeRange';
 import { MergeReply, MergeTask, withBufferKeys } from './parallelMerge';
-import { SstSetWriter } from './sstSetWriter';
 
 /** Longest single wait for the main thread's record of a file; the wait loops until it comes. */
 const RECORD_WAIT_SLICE_MS = 1000;
 
 function runMergeTask(t: MergeTask): MergeReply {
-  const out = new SstSetWriter(t.outputDir, t.token, t.partition, t.targetFileSizeBytes, t.sstOptions, t.rowOrigins);
   const progress = new Float64Array(t.progress);
   const port = parentPort as MessagePort;
-  let hooks: MergeResumeHooks | undefined;
+  const hooks: MergeRangeHooks = {
+    onProgress: (rows) => {
+      progress[t.partition] = rows;
+    },
+  };
   if (t.report !== null) {
-    out.firstFileIndex = t.report.firstFileIndex;
+    hooks.firstFileIndex = t.report.firstFileIndex;
     const recorded = new Int32Array(t.recorded);
     let reported = 0;
-    hooks = {
+    hooks.resume = {
       initial: withBufferKeys(t.report.initial),
       // The main thread records each file after this thread reports it. Returning only once it
       // has keeps the hook's contract (recorded on return: the merge may punch behind it), and a
@@ -37,30 +39,9 @@ function runMergeTask(t: MergeTask): MergeReply {
     };
   }
   try {
-    const result = mergeRunsIntoSsts(
-      t.runs,
-      t.policy,
-      out,
-      t.readBufferBytes,
-      (rows) => {
-        progress[t.partition] = rows;
-      },
-      {
-        low: t.lowHex === null ? null : Buffer.from(t.lowHex, 'hex'),
-        high: t.highHex === null ? null : Buffer.from(t.highHex, 'hex'),
-        startOffsets: t.startOffsets,
-        regions: t.regions,
-      },
-      hooks,
-    );
-    // Under the error policy a duplicate means the import fails: no need to finish the files.
-    if (result.duplicateCount > 0 && t.policy === 'error') {
-      out.abort();
-      return { type: 'done', result, files: [] };
-    }
-    return { type: 'done', result, files: out.finish() };
+    const { result, files } = mergeRange(t, hooks);
+    return { type: 'done', result, files };
   } catch (e) {
-    out.abort(t.report !== null);
     const err = e as Error;
     return { type: 'error', message: err.message, code: e instanceof IngestError ? e.code : null, stack: err.stack ?? '' };
   }

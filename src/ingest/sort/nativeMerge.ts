@@ -6,7 +6,7 @@
  * (TableBuilder.addEncodedDataBlock), which compresses, writes and indexes it as it does its own.
  *
  * Why: the JavaScript merge (mergeToSsts.ts) spent about 0.35 µs per row and worker in the loop,
- * the block builder, the key copies and the XXPH3 hash (docs/import.md, "Ninth round"); the
+ * the block builder, the key copies and the XXPH3 hash (docs/import-benchmark-history.md, "Ninth round"); the
  * native loop is a few memcpys and compares per row.
  *
  * Contract: for the same runs, policy, range and options, the files are byte-identical to the
@@ -22,7 +22,7 @@
  * doubling, only when an entry does not fit (NEED_ROOM), up to the largest entry of the runs.
  */
 import { IngestError, assert } from '../../util/errors';
-import { nativeBlockCodec, NativeBlockCodec } from '../../sstable/nativeBlockCodec';
+import { nativeImport, NativeImport } from '../nativeImport';
 import { millibitsPerKey } from '../../sstable/bloomFilter';
 import { EncodedDataBlock, TableBuilderOptions, blockDeviationLimitBytes, resolveTableBuilderOptions } from '../../sstwriter/tableBuilder';
 import { sstFileTableOptions } from '../../sstwriter/sstFileWriter';
@@ -101,7 +101,7 @@ const INITIAL_MAX_ENTRIES = 1100;
  * comment), else null; SST_INGEST_NATIVE_MERGE=0 turns the native merge off.
  */
 export function nativeMergeOptions(policy: DuplicatePolicy, out: SstSetWriter): TableBuilderOptions | null {
-  if (nativeBlockCodec === null || process.env.SST_INGEST_NATIVE_MERGE === '0' || policy === 'last' || out.writesOrigins) return null;
+  if (nativeImport === null || process.env.SST_INGEST_NATIVE_MERGE === '0' || policy === 'last' || out.writesOrigins) return null;
   const o = resolveTableBuilderOptions(sstFileTableOptions(out.fileOptions));
   if (o.backgroundCompression) return null;
   return millibitsPerKey(o.bloomBitsPerKey) === 0 || o.formatVersion >= 5 ? o : null;
@@ -152,7 +152,7 @@ class Outputs {
     }
   }
 
-  lend(codec: NativeBlockCodec, ctx: Uint8Array): void {
+  lend(codec: NativeImport, ctx: Uint8Array): void {
     codec.mergeSetOutput(ctx, this.block, this.restarts, this.hashLo, this.hashHi, this.keys);
   }
 
@@ -170,7 +170,7 @@ function grownCopy(a: Uint32Array, length: number): Uint32Array {
 
 /** One merge's native state, its run readers and outputs. */
 class NativeMergeRun {
-  readonly codec: NativeBlockCodec;
+  readonly codec: NativeImport;
   readonly ctx: Uint8Array;
   readonly io = new Float64Array(Io.Slots);
   readonly outputs: Outputs;
@@ -182,7 +182,7 @@ class NativeMergeRun {
     o: TableBuilderOptions,
     range: MergeRange | undefined,
   ) {
-    const codec = nativeBlockCodec as NativeBlockCodec;
+    const codec = nativeImport as NativeImport;
     this.codec = codec;
     // An ArrayBuffer of its own: its backing store is aligned for the C struct.
     this.ctx = new Uint8Array(new ArrayBuffer(codec.mergeContextBytes(readers.length)));
@@ -269,7 +269,7 @@ export function mergeRunsIntoSstsNatively(
   range?: MergeRange,
   resume?: MergeResumeHooks,
 ): MergeResult {
-  if (nativeBlockCodec === null || options.backgroundCompression)
+  if (nativeImport === null || options.backgroundCompression)
     assert(false, 'mergeRunsIntoSstsNatively needs the native codec and inline blocks');
   const readers: RunReader[] = [];
   try {

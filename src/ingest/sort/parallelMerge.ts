@@ -16,34 +16,19 @@
  */
 import { Worker } from 'worker_threads';
 import { IngestError, assert } from '../../util/errors';
-import { SstFileWriterOptions } from '../../sstwriter/sstFileWriter';
-import { DuplicatePair, DuplicatePolicy, MAX_DUPLICATE_EXAMPLES, MergeCheckpoint, MergeResult } from './mergeToSsts';
+import { DuplicatePair, MergeCheckpoint, MergeResult } from './mergeToSsts';
 import { Progress } from '../progress';
 import { FIRST_ENTRY_OFFSET, RunInfo, RunReadPlan, endOffsetAtOrAbove, startOffsetBelow } from './runFile';
-import { RowOriginSources, WrittenFile, removeFiles } from './sstSetWriter';
+import { WrittenFile } from './sstSetWriter';
+import { MergeRangeTask, combineMergeRanges, removeMergedFiles } from './mergeRange';
 import { startModuleWorker } from '../../util/workerBootstrap';
 
 const PROGRESS_INTERVAL_MS = 200;
 /** A pool never holds more standby workers than this (one per merge thread; the import uses 2). */
 const MAX_POOLED_MERGE_WORKERS = 16;
 
-/** What one merge worker does. Plain data. */
-export interface MergeTask {
-  runs: RunInfo[];
-  startOffsets: number[];
-  /** Per run, where this partition stops reading and what it alone reads (readRegionsOf). */
-  regions: RunReadPlan[];
-  lowHex: string | null;
-  highHex: string | null;
-  policy: DuplicatePolicy;
-  readBufferBytes: number;
-  outputDir: string;
-  token: string;
-  partition: number;
-  targetFileSizeBytes: number;
-  sstOptions: Partial<SstFileWriterOptions>;
-  /** Write an origins side file beside each SST (see src/ingest/sort/sstSetWriter.ts); null: none. */
-  rowOrigins: RowOriginSources | null;
+/** What one merge worker does: a merge range (mergeRange.ts) and the worker's plumbing. Plain data. */
+export interface MergeTask extends MergeRangeTask {
   /** Float64 slot per partition: rows merged so far. */
   progress: SharedArrayBuffer;
   /**
@@ -251,18 +236,11 @@ export async function mergeInWorkers(
   const failed = replies.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed !== undefined) {
     // Reported files may be a resumable job's: the importer's cleanup decides about them.
-    if (reporting === null) for (const d of done) removeFiles(d.files);
+    if (reporting === null) removeMergedFiles(done);
     throw failed.reason;
   }
-  const duplicates: DuplicatePair[] = done.flatMap((d) => d.result.duplicates);
-  duplicates.sort((a, b) => Buffer.compare(a.key, b.key));
-  const merge: MergeResult = {
-    rowsMerged: done.reduce((a, d) => a + d.result.rowsMerged, 0),
-    rowsWritten: done.reduce((a, d) => a + d.result.rowsWritten, 0),
-    duplicateCount: done.reduce((a, d) => a + d.result.duplicateCount, 0),
-    duplicates: duplicates.slice(0, MAX_DUPLICATE_EXAMPLES),
-  };
-  return { merge, files: done.flatMap((d) => d.files) };
+  const { result, files } = combineMergeRanges(done);
+  return { merge: result, files };
 }
 
 /** A WrittenFile as a worker's message carries it (Buffers arrive as Uint8Arrays), with Buffers again. */

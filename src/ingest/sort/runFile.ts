@@ -22,7 +22,8 @@ import { copyRange } from '../../util/copyRange';
 import { BufferRegion } from '../csv/csvReader';
 import { SortBuffer } from './sortBuffer';
 import { crashPoint } from '../../util/crashPoints';
-import { nativeBlockCodec } from '../../sstable/nativeBlockCodec';
+import { nativeImport } from '../nativeImport';
+import { nativeUtil } from '../../util/nativeUtil';
 
 const MAGIC = Buffer.from('INGRUN1\n', 'latin1');
 const WRITE_CHUNK_BYTES = 1 << 20;
@@ -117,8 +118,8 @@ export class RunWriter {
    * at 1M trade rows the per-row loop cost a parse worker 160-175 ms. Rows the call cannot take
    * (the one due for a sample, one that needs a flush or a chunk of its own) go through add().
    */
-  addSorted(buffer: SortBuffer, from: number, to: number, useNative = nativeBlockCodec !== null): void {
-    const codec = nativeBlockCodec;
+  addSorted(buffer: SortBuffer, from: number, to: number, useNative = nativeImport !== null): void {
+    const codec = nativeImport;
     if (!useNative || codec === null || this.chunk !== buffer.arena) {
       addWithPrefetch(this, buffer, from, to);
       return;
@@ -212,7 +213,7 @@ function addWithPrefetch(w: RunWriter, buffer: SortBuffer, from: number, to: num
 }
 
 /** Sorts the buffer and writes it as one run. */
-export function spillSortBuffer(buffer: SortBuffer, path: string, useNative = nativeBlockCodec !== null): RunInfo {
+export function spillSortBuffer(buffer: SortBuffer, path: string, useNative = nativeImport !== null): RunInfo {
   buffer.sort(useNative);
   const w = new RunWriter(path, buffer.chunkRegion());
   try {
@@ -234,7 +235,7 @@ export function spillSortBuffer(buffer: SortBuffer, path: string, useNative = na
  *   unbounded when `punchLimit` is Infinity).
  * Why punch: on a VM whose host backs guest memory lazily, and takes freed memory back, page
  * cache the kernel has not used recently costs 1.5-5 ms per MiB on first write, and memory
- * just freed 0.13 (docs/import.md, "Ninth round"); the SSTs the merge writes then land in the
+ * just freed 0.13 (docs/import-benchmark-history.md, "Ninth round"); the SSTs the merge writes then land in the
  * pages the runs gave up. A resumable job re-reads runs from its last finished file, so the
  * merge raises the limit only to what a resume would no longer read.
  */
@@ -325,7 +326,7 @@ export class RunReader {
     this.counting = startOffset === FIRST_ENTRY_OFFSET && this.endOffset >= info.bytes;
     // SST_INGEST_PUNCH_RUNS=0 turns punching off (for comparisons).
     const punching =
-      region !== null && region.punchTo > region.punchFrom && nativeBlockCodec !== null && process.env.SST_INGEST_PUNCH_RUNS !== '0';
+      region !== null && region.punchTo > region.punchFrom && nativeUtil !== null && process.env.SST_INGEST_PUNCH_RUNS !== '0';
     // Never the first page: it holds the run's header, which every reader checks.
     this.punchedUpTo = punching
       ? Math.ceil(Math.max((region as RunReadRegion).punchFrom, FIRST_ENTRY_OFFSET) / PAGE_BYTES) * PAGE_BYTES
@@ -356,7 +357,7 @@ export class RunReader {
     const end = Math.floor(Math.min(consumedOffset, this.punchTo, this.punchLimit) / PAGE_BYTES) * PAGE_BYTES;
     if (end - this.punchedUpTo < PUNCH_STEP_BYTES || this.fd < 0) return;
     // A refusal (a file system without hole punching) only leaves the pages in place.
-    (nativeBlockCodec as NonNullable<typeof nativeBlockCodec>).punchHole(this.fd, this.punchedUpTo, end - this.punchedUpTo);
+    (nativeUtil as NonNullable<typeof nativeUtil>).punchHole(this.fd, this.punchedUpTo, end - this.punchedUpTo);
     this.punchedUpTo = end;
   }
 

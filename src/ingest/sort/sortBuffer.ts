@@ -29,7 +29,8 @@
  */
 import { assert } from '../../util/errors';
 import { BufferRegion } from '../csv/csvReader';
-import { nativeBlockCodec } from '../../sstable/nativeBlockCodec';
+import { nativeImport } from '../nativeImport';
+import { nativeUtil } from '../../util/nativeUtil';
 import { NativeRowLayout } from '../rows/rowEncoder';
 import { freePageReportingActive } from '../../util/pageReporting';
 
@@ -170,10 +171,9 @@ export class SortBuffer {
    * mode is "never", nothing changes.
    */
   private adviseHugePages(): void {
-    this.hugePagesAdvised =
-      nativeBlockCodec !== null && shouldAdviseHugePages(process.env.SST_INGEST_HUGE_PAGES, freePageReportingActive());
-    if (!this.hugePagesAdvised || nativeBlockCodec === null) return;
-    for (const v of this.views()) nativeBlockCodec.adviseHugePages(v);
+    this.hugePagesAdvised = nativeUtil !== null && shouldAdviseHugePages(process.env.SST_INGEST_HUGE_PAGES, freePageReportingActive());
+    if (!this.hugePagesAdvised || nativeUtil === null) return;
+    for (const v of this.views()) nativeUtil.adviseHugePages(v);
   }
 
   /** Bytes held now (what counts against the limit). */
@@ -223,7 +223,7 @@ export class SortBuffer {
    * filled in. 0 without the native codec, or for positions past 32 bits.
    */
   parseRows(src: Buffer, end: number, stopAt: number, pos: number, line: number, rows: NativeRowLayout): number {
-    const codec = nativeBlockCodec;
+    const codec = nativeImport;
     if (codec === null || end > MAX_ARENA_BYTES) return 0;
     const state = this.parseState;
     state[0] = pos;
@@ -258,8 +258,8 @@ export class SortBuffer {
    */
   releaseMemory(): void {
     this.clear();
-    if (nativeBlockCodec === null) return;
-    for (const v of this.views()) nativeBlockCodec.releasePages(v);
+    if (nativeUtil === null) return;
+    for (const v of this.views()) nativeUtil.releasePages(v);
   }
 
   /** The arena and the columns' allocation: what adviseHugePages and releaseMemory cover. */
@@ -278,9 +278,9 @@ export class SortBuffer {
    * worker's sort took 120-180 ms here, since a loop run once per spill stays in V8's baseline
    * tier. Both paths are tested against each other (test/ingest/sortBuffer.test.ts).
    */
-  sort(useNative = nativeBlockCodec !== null): void {
-    if (useNative && nativeBlockCodec !== null) {
-      nativeBlockCodec.sortEntries(
+  sort(useNative = nativeImport !== null): void {
+    if (useNative && nativeImport !== null) {
+      nativeImport.sortEntries(
         this.arena,
         this.offset,
         this.keyLength,

@@ -22,7 +22,7 @@ import { DbCheckResult, DbImport, DbImportOptions, DbImportResult, conflictFailu
 import { dbRunJson } from '../../ingest/importJson';
 import { Progress } from '../../ingest/progress';
 import { conflictReportJson } from '../../conflict/report';
-import { dbImportOptionsOf } from '../../../cli/commands/importOptions';
+import { dbImportOptionsOf } from '../../ingest/options/importSettings';
 import { IngestError } from '../../util/errors';
 import { RequestContext, replyJson } from '../requestContext';
 import { importRequestOf } from '../importQuery';
@@ -61,7 +61,7 @@ export async function postImport(ctx: RequestContext): Promise<void> {
     try {
       const bodyFile = path.join(scratch.dir, 'body.csv');
       await spoolBody(ctx.req, bodyFile, ctx.limits.maxImportBodyBytes, `import ${request.name}`);
-      const { options } = dbImportOptionsOf([bodyFile], { ...request.options, db: ctx.engine.dir }, request.mode);
+      const options = dbImportOptionsOf([bodyFile], { ...request.options, db: ctx.engine.dir }, request.mode);
       // Sorted runs (and a check's SSTs) go to the scratch directory too: inside the database, removed with it.
       const result = await runServerImport(ctx, {
         ...options,

@@ -31,7 +31,7 @@ import { ExternalFileInfo } from '../../engine/ingest/externalFile';
 import { compareUserKeys } from '../../base/keyCompare';
 import { ImportSummary } from '../../ingest/importer';
 import { LIVE_WORKER_NICENESS } from '../../ingest/importIntoDb';
-import { dbImportOptionsOf } from '../../../cli/commands/importOptions';
+import { dbImportOptionsOf } from '../../ingest/options/importSettings';
 import { showKey } from '../../conflict/report';
 import { IngestError } from '../../util/errors';
 import { RequestContext } from '../requestContext';
@@ -202,7 +202,7 @@ export async function postSstUpload(ctx: RequestContext): Promise<void> {
     try {
       const ssts = sstsOf(await receiveUploads(ctx, scratch.dir));
       const summary = uploadSummaryOf(await verifyUploads(ssts, scratch.dir), scratch.dir);
-      const { options } = dbImportOptionsOf([], { ...request.options, db: ctx.engine.dir }, request.mode);
+      const options = dbImportOptionsOf([], { ...request.options, db: ctx.engine.dir }, request.mode);
       const result = await runServerImport(ctx, {
         ...options,
         prebuilt: summary,

@@ -1,7 +1,8 @@
 /**
- * Range-tombstone machinery (src/engine/rangedel): fragmentation, point queries, clipping, the
- * positional aggregator, and output-file boundaries, each checked against a brute-force model
- * that scans the raw tombstones.
+ * Range-tombstone machinery (src/engine/rangedel): point queries, clipping, the positional
+ * aggregator, and output-file boundaries, each checked against a brute-force model that scans the
+ * raw tombstones. Fragmentation itself (src/base/fragmenter.ts) is tested in
+ * test/base/fragmenter.test.ts.
  */
 import { fragmentTombstones, FragmentedTombstoneList, RangeTombstone } from '../../../src/base/fragmenter';
 import { clipFragments, findFragment, maxCoveringSeq, maxCoveringSeqOfInternalKey } from '../../../src/engine/rangedel/tombstoneIndex';
@@ -29,6 +30,7 @@ import {
 import { TableBuilder } from '../../../src/sstwriter/tableBuilder';
 import { SstFileWriter } from '../../../src/sstwriter/sstFileWriter';
 import { describeIfRocksdb, LdbDatabase, rocksdbTools, runTool } from '../../support/rocksdbTools';
+import { cmp, k, modelSeqs, probeKeys, randomKey, randomTombstones, UNIVERSE } from '../../support/rangeTombstones';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -37,41 +39,6 @@ import { mulberry32 } from '../../../src/util/random';
 // --- helpers ---------------------------------------------------------------------------------------
 
 const rng = mulberry32;
-
-const k = (s: string): Buffer => Buffer.from(s, 'latin1');
-const cmp = (a: Buffer, b: Buffer): number => Buffer.compare(a, b);
-
-/** Every key over 'a'..'d' of length 0..3, sorted: a dense universe where starts collide often. */
-const UNIVERSE: Buffer[] = (() => {
-  const out: string[] = [''];
-  let layer = [''];
-  for (let len = 1; len <= 3; len++) {
-    const next: string[] = [];
-    for (const p of layer) for (const c of 'abcd') next.push(p + c);
-    out.push(...next);
-    layer = next;
-  }
-  return out.map(k).sort(cmp);
-})();
-
-function randomKey(r: () => number): Buffer {
-  return UNIVERSE[Math.floor(r() * UNIVERSE.length)];
-}
-
-/** Random tombstones: overlapping, nested, equal starts, some empty (start >= end). */
-function randomTombstones(r: () => number, n: number, maxSeq: number): RangeTombstone[] {
-  const out: RangeTombstone[] = [];
-  for (let i = 0; i < n; i++) {
-    let start = randomKey(r);
-    let end = randomKey(r);
-    if (r() < 0.85 && cmp(start, end) > 0) [start, end] = [end, start];
-    // Reuse an earlier tombstone's start or end now and then: equal starts, touching ranges.
-    if (out.length > 0 && r() < 0.2) start = Buffer.from(out[Math.floor(r() * out.length)].start);
-    if (out.length > 0 && r() < 0.1) end = Buffer.from(out[Math.floor(r() * out.length)].end);
-    out.push({ start, end, seq: 1 + Math.floor(r() * maxSeq) });
-  }
-  return out;
-}
 
 interface Clip {
   lower: Buffer | null;
@@ -92,92 +59,6 @@ function modelCoveringSeq(ts: readonly RangeTombstone[], key: Buffer, readSeq: n
   }
   return best;
 }
-
-/** The model's distinct covering seqs of key, descending. */
-function modelSeqs(ts: readonly RangeTombstone[], key: Buffer): number[] {
-  const s = new Set<number>();
-  for (const t of ts) if (cmp(t.start, key) <= 0 && cmp(key, t.end) < 0) s.add(t.seq);
-  return [...s].sort((a, b) => b - a);
-}
-
-function fragmentSeqs(list: FragmentedTombstoneList, i: number): number[] {
-  return Array.from(list.seqs.subarray(list.seqOffsets[i], list.seqOffsets[i + 1]));
-}
-
-/** Keys to probe: the universe plus one-byte extensions of random members (between universe keys). */
-function probeKeys(r: () => number): Buffer[] {
-  const out = [...UNIVERSE];
-  for (let i = 0; i < 40; i++) out.push(Buffer.concat([randomKey(r), k(r() < 0.5 ? '\x00' : 'z')]));
-  return out.sort(cmp);
-}
-
-// --- fragmenter --------------------------------------------------------------------------------------
-
-describe('fragmentTombstones', () => {
-  test('the module comment example', () => {
-    const list = fragmentTombstones([
-      { start: k('a'), end: k('e'), seq: 7 },
-      { start: k('c'), end: k('g'), seq: 9 },
-      { start: k('c'), end: k('d'), seq: 4 },
-    ]);
-    const got = [];
-    for (let i = 0; i < list.count; i++) got.push([list.starts[i].toString(), list.ends[i].toString(), fragmentSeqs(list, i)]);
-    expect(got).toEqual([
-      ['a', 'c', [7]],
-      ['c', 'd', [9, 7, 4]],
-      ['d', 'e', [9, 7]],
-      ['e', 'g', [9]],
-    ]);
-  });
-
-  test('no tombstones, or only empty ones, give the shared empty list', () => {
-    expect(fragmentTombstones([])).toBe(FragmentedTombstoneList.EMPTY);
-    expect(
-      fragmentTombstones([
-        { start: k('b'), end: k('b'), seq: 3 },
-        { start: k('c'), end: k('a'), seq: 4 },
-      ]),
-    ).toBe(FragmentedTombstoneList.EMPTY);
-  });
-
-  test('duplicate tombstones collapse to one sequence number; gaps stay uncovered', () => {
-    const list = fragmentTombstones([
-      { start: k('m'), end: k('p'), seq: 5 },
-      { start: k('a'), end: k('c'), seq: 5 },
-      { start: k('a'), end: k('c'), seq: 5 },
-    ]);
-    expect(list.count).toBe(2);
-    expect(fragmentSeqs(list, 0)).toEqual([5]);
-    expect(findFragment(list, k('d'))).toBe(-1);
-    expect(findFragment(list, k('c'))).toBe(-1);
-    expect(findFragment(list, k('bzz'))).toBe(0);
-    expect(findFragment(list, k('m'))).toBe(1);
-  });
-
-  test('randomized: invariants hold and each key sees exactly the covering seqs', () => {
-    const r = rng(1);
-    const mismatches: string[] = [];
-    for (let round = 0; round < 300; round++) {
-      const ts = randomTombstones(r, 1 + Math.floor(r() * 12), 20);
-      const list = fragmentTombstones([...ts].reverse());
-      list.checkInvariants();
-      for (const key of probeKeys(r)) {
-        const i = findFragment(list, key);
-        const got = (i < 0 ? [] : fragmentSeqs(list, i)).join(',');
-        const want = modelSeqs(ts, key).join(',');
-        if (got !== want) mismatches.push(`round ${round} key ${key.toString('latin1')}: ${got} != ${want}`);
-      }
-    }
-    expect(mismatches).toEqual([]);
-  });
-
-  test('invariant checks reject a malformed list', () => {
-    const bad = new FragmentedTombstoneList([k('a'), k('b')], [k('c'), k('d')], Uint32Array.from([0, 1, 2]), Float64Array.from([3, 4]));
-    expect(() => bad.checkInvariants()).toThrow(/overlaps/);
-    const badSeqs = new FragmentedTombstoneList([k('a')], [k('c')], Uint32Array.from([0, 2]), Float64Array.from([3, 4]));
-    expect(() => badSeqs.checkInvariants()).toThrow(/descending/);
-  });
-});
 
 // --- point queries and clipping ----------------------------------------------------------------------------
 

@@ -6,7 +6,11 @@
  * entry (refills, and buffers that grow), values larger than the block output and keys larger
  * than the key slots (NEED_ROOM), tiny blocks (many entries per restart array) and tiny target
  * files (cuts), keys of every XXPH3 length class, and duplicates across runs. Then XXPH3 itself,
- * and the errors a damaged run gives.
+ * and the errors a damaged run gives. (The data blocks alone, against BlockBuilder's, are
+ * test/ingest/sort/nativeDataBlock.test.ts.)
+ *
+ * Without the native addon these suites skip, or fail under SST_INGEST_REQUIRE_NATIVE=1
+ * (test/support/native.ts).
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -17,10 +21,12 @@ import { SstSetWriter, WrittenFile } from '../../../src/ingest/sort/sstSetWriter
 import { SstFileWriterOptions } from '../../../src/sstwriter/sstFileWriter';
 import { CompressionType } from '../../../src/sstable/compression';
 import { nativeBlockCodec } from '../../../src/sstable/nativeBlockCodec';
-import { xxph3, xxph3Reference, xxph3Result } from '../../../src/sstable/hash';
+import { xxph3, xxph3Result } from '../../../src/sstable/hash';
+import { xxph3Reference } from '../../support/xxph3Reference';
 import { mulberry32 } from '../../../src/util/random';
 import { IngestError } from '../../../src/util/errors';
 import { tempDir } from '../support';
+import { describeIfNative } from '../../support/native';
 
 interface Row {
   key: Buffer;
@@ -211,16 +217,12 @@ const CASES: Array<[string, Case]> = [
   ],
 ];
 
-describe('the native merge', () => {
+describeIfNative('the native merge', () => {
   let dir: string;
   beforeEach(() => {
     dir = tempDir('native-merge-test-');
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-  it('is built (CI builds the native module; without it the JavaScript merge runs)', () => {
-    expect(nativeBlockCodec).not.toBeNull();
-  });
 
   it.each(CASES)('writes the same files as the JavaScript merge: %s', (_name, c) => {
     const rows = makeRows(c.runs * 31 + c.readBufferBytes, c.smallValues === true ? 20000 : 3000, c.bigValues, c.smallValues);
@@ -272,10 +274,9 @@ describe('the native merge', () => {
   });
 });
 
-describe('native XXPH3', () => {
+describeIfNative('native XXPH3', () => {
   it('equals the JavaScript fast path and the BigInt reference for every length from 0 to 2100', () => {
-    const codec = nativeBlockCodec;
-    if (codec === null) throw new Error('the native module is not built');
+    const codec = nativeBlockCodec!;
     const r = mulberry32(77);
     const data = Buffer.alloc(2100 + 3);
     for (let i = 0; i < data.length; i++) data[i] = Math.floor(r() * 256);

@@ -3,7 +3,8 @@
  * a merge that is its runs' only reader frees what it has read; the partitions of a parallel
  * merge free only what no other partition reads, so running them one after another, in either
  * order, still writes what one unpunched merge writes; and under resume hooks nothing is freed
- * until a file is recorded, then only below where a resume would start reading.
+ * until a file is recorded, then only below where a resume would start reading. Punching is
+ * the native addon's: without it these skip, or fail under SST_INGEST_REQUIRE_NATIVE=1.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -14,6 +15,7 @@ import { SstSetWriter, WrittenFile } from '../../../src/ingest/sort/sstSetWriter
 import { CompressionType } from '../../../src/sstable/compression';
 import { mulberry32 } from '../../../src/util/random';
 import { tempDir } from '../support';
+import { describeIfNative } from '../../support/native';
 import { TableReader } from '../../../src/sstable/reader/tableReader';
 import { userKeyOf } from '../../../src/base/internalKey';
 
@@ -108,7 +110,8 @@ describe('readRegionsOf', () => {
   });
 });
 
-describe.each([false, true])('punching consumed run bytes (native merge: %s)', (native) => {
+// Punching is the native addon's (punchHole): without it nothing is freed, so these need it.
+describeIfNative.each([false, true])('punching consumed run bytes (native merge: %s)', (native) => {
   let dir: string;
   const saved = process.env.SST_INGEST_NATIVE_MERGE;
   beforeEach(() => {

@@ -19,9 +19,9 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
-import { ErrorCode, IngestError } from '../util/errors';
-import { statusOfCode } from './httpErrors';
-import { DEFAULT_LIMITS } from './limits';
+import { ErrorCode, IngestError } from '../src/util/errors';
+import { statusOfCode } from '../src/server/httpErrors';
+import { DEFAULT_LIMITS } from '../src/server/limits';
 
 export const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 export const MAX_SCAN_LINE_BYTES = 64 * 1024 * 1024;

@@ -14,7 +14,7 @@
  */
 import { IngestError } from '../../util/errors';
 import { RecordSink, SimpleRecordsOffer } from '../csv/csvTokenizer';
-import { KeyColumnRef, KeySpec } from './keySpec';
+import { KeyColumnRef, KeySpec } from '../rows/keySpec';
 import {
   NATIVE_LAYOUT_COMMENT,
   NATIVE_LAYOUT_DELIMITER,
@@ -24,7 +24,7 @@ import {
   RowEncoder,
   ValueFormat,
   resolveValueColumns,
-} from './rowEncoder';
+} from '../rows/rowEncoder';
 import { SortBuffer } from '../sort/sortBuffer';
 
 /** Reject text kept per bad row. */

@@ -7,9 +7,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { spawn } from 'child_process';
-import { runCli } from '../support/cli';
-import { runCliChild } from '../support/cliChild';
-import { tempDir } from './support';
+import { runCli } from '../../support/cli';
+import { runCliChild } from '../../support/cliChild';
+import { tempDir } from '../support';
 
 jest.setTimeout(120_000);
 

@@ -1,14 +1,14 @@
 /**
- * The new data of a conflict check: a sorted run of external SST files (as `ingest import`
- * writes them) read as one stream of unique user keys, with a seek that can skip whole files.
+ * The new data of a conflict check: a set of external SST files, disjoint in keys (as `ingest
+ * import` writes them), read as one sorted stream of unique user keys, with a seek that can skip whole files.
  *
  * Contract:
  * - Every file holds only point puts (no deletions, merge operands or range tombstones), each
  *   user key at most once, which is what SstFileWriter produces from sorted rows; anything else
  *   is IngestError NOT_SUPPORTED naming the file. Files with no entries are ignored.
  * - Files may be given in any order; they are sorted by smallest key and must not overlap
- *   (IngestError INVALID_ARGUMENT naming both files): the run is then one sorted sequence.
- * - Every file stays open (one descriptor each) until close(); the run is meant for the file
+ *   (IngestError INVALID_ARGUMENT naming both files): the set is then one sorted sequence.
+ * - Every file stays open (one descriptor each) until close(); the set is meant for the file
  *   sets one import produces (tens to hundreds of files), not for thousands at once.
  *
  * The iterator yields user keys: `key()` as a view, or `internalKey()` (the key with its
@@ -32,7 +32,7 @@ import { TableIterator } from '../sstable/reader/tableIterator';
 /** Keys up to this length are copied byte by byte (see seekKey). */
 const SHORT_KEY_BYTES = 32;
 
-export interface SstRunFile {
+export interface SstSetFile {
   readonly path: string;
   readonly reader: TableReader;
   /** Smallest and largest user keys (copies). */
@@ -46,29 +46,29 @@ export interface SstRunFile {
   firstOrdinal: number;
 }
 
-export interface SstRunOptions {
+export interface SstSetOptions {
   /** Verify block checksums as blocks are read (default true). */
   verifyChecksums?: boolean;
   /** Shared block cache for the run's data blocks; default none (each block read once per visit). */
   blockCache?: BlockCache;
 }
 
-export class SstRun {
+export class SstSet {
   /** Non-empty files, sorted by key. */
-  readonly files: readonly SstRunFile[];
+  readonly files: readonly SstSetFile[];
   readonly totalEntries: number;
   readonly totalFileBytes: number;
   private closed = false;
 
-  private constructor(files: SstRunFile[]) {
+  private constructor(files: SstSetFile[]) {
     this.files = files;
     this.totalEntries = files.reduce((n, f) => n + f.entries, 0);
     this.totalFileBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
   }
 
   /** Opens and validates every file; on any error, closes what it opened. */
-  static open(paths: readonly string[], opts: SstRunOptions = {}): SstRun {
-    const files: SstRunFile[] = [];
+  static open(paths: readonly string[], opts: SstSetOptions = {}): SstSet {
+    const files: SstSetFile[] = [];
     try {
       for (const path of paths) {
         const reader = TableReader.open(path, { verifyChecksums: opts.verifyChecksums ?? true, blockCache: opts.blockCache });
@@ -112,7 +112,7 @@ export class SstRun {
           );
         }
       }
-      return new SstRun(files);
+      return new SstSet(files);
     } catch (e) {
       for (const f of files) f.reader.close();
       throw e;
@@ -145,9 +145,9 @@ export class SstRun {
     return lo < this.files.length && compareUserKeys(this.files[lo].smallest, userKey) <= 0 ? lo : -1;
   }
 
-  newIterator(): SstRunIterator {
-    if (this.closed) throw new IngestError('INVALID_ARGUMENT', 'SstRun used after close()');
-    return new SstRunIterator(this.files);
+  newIterator(): SstSetIterator {
+    if (this.closed) throw new IngestError('INVALID_ARGUMENT', 'SstSet used after close()');
+    return new SstSetIterator(this.files);
   }
 
   close(): void {
@@ -157,8 +157,8 @@ export class SstRun {
   }
 }
 
-export class SstRunIterator {
-  private readonly files: readonly SstRunFile[];
+export class SstSetIterator {
+  private readonly files: readonly SstSetFile[];
   /** Index of the open file, or files.length once exhausted (or -1 before positioning). */
   private fileIndex = -1;
   private table: TableIterator | null = null;
@@ -171,7 +171,7 @@ export class SstRunIterator {
   private userKeyOf: Buffer | null = null;
   private userKeyView: Buffer = Buffer.alloc(0);
 
-  constructor(files: readonly SstRunFile[]) {
+  constructor(files: readonly SstSetFile[]) {
     this.files = files;
   }
 
@@ -213,7 +213,7 @@ export class SstRunIterator {
     return f.firstOrdinal + (f.dataBytes > 0 ? Math.min(f.entries, (f.entries * offset) / f.dataBytes) : 0);
   }
 
-  /** Index (into SstRun.files) of the file the current key comes from. */
+  /** Index (into SstSet.files) of the file the current key comes from. */
   get currentFile(): number {
     return this.fileIndex;
   }

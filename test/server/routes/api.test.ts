@@ -13,10 +13,10 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import * as zlib from 'zlib';
-import { Engine } from '../../src/engine/engine';
-import { IngestServer } from '../../src/server/server';
-import { ServerLimits } from '../../src/server/limits';
-import { ScanEntry, csvOf, entriesAsMap, expectError, multipartOf, scanAll as scanAllOf, send, tmpDir, writeSst } from './helpers';
+import { Engine } from '../../../src/engine/engine';
+import { IngestServer } from '../../../src/server/server';
+import { ServerLimits } from '../../../src/server/limits';
+import { ScanEntry, csvOf, entriesAsMap, expectError, multipartOf, scanAll as scanAllOf, send, tmpDir, writeSst } from '../helpers';
 
 const LIMITS: Partial<ServerLimits> = {
   maxKeyBytes: 64,

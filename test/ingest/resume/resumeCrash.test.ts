@@ -10,9 +10,9 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { runCliChild as runCli } from '../support/cliChild';
-import { readOutputSsts, tempDir } from './support';
-import { dbContents } from '../support/dbContents';
+import { runCliChild as runCli } from '../../support/cliChild';
+import { readOutputSsts, tempDir } from '../support';
+import { dbContents } from '../../support/dbContents';
 
 jest.setTimeout(240_000);
 

@@ -1,0 +1,45 @@
+/**
+ * The options of an engine (Engine.open, src/engine/engine.ts; applied at recovery by open.ts):
+ * a file of its own so that the recovery and the engine it builds both read the one type
+ * without importing each other. Defaults are stated beside each field and applied by open.ts.
+ */
+import { TableBuilderOptions } from '../sstwriter/tableBuilder';
+import { BlockCache } from '../sstable/reader/blockCache';
+import { CompactionOptions } from './compaction/compactionOptions';
+
+/** The table options an engine lets a user choose for the files it writes. */
+export type EngineTableOptions = Partial<
+  Pick<
+    TableBuilderOptions,
+    'formatVersion' | 'checksumType' | 'compression' | 'blockSizeBytes' | 'blockRestartInterval' | 'bloomBitsPerKey'
+  >
+>;
+
+export interface EngineOptions extends CompactionOptions {
+  /** Create the database if the directory holds none (default true). */
+  createIfMissing?: boolean;
+  /** Refuse to open an existing database (default false). */
+  errorIfExists?: boolean;
+  /** Memtable size at which it becomes immutable and is flushed (default 64 MiB). */
+  writeBufferSizeBytes?: number;
+  /** Unflushed immutable memtables past which writers wait (default 2). */
+  maxImmutableMemtables?: number;
+  /** Default for WriteOptions.sync (default false). */
+  sync?: boolean;
+  /** Shared data-block cache; default a new cache of blockCacheSizeBytes. */
+  blockCache?: BlockCache;
+  /** Size of the default block cache (default 32 MiB). */
+  blockCacheSizeBytes?: number;
+  /** Table readers kept open (default 1000). */
+  maxOpenFiles?: number;
+  maxManifestFileSizeBytes?: number;
+  /** Options for flushed tables (defaults: the table builder's, i.e. format 5, LZ4, 10 bits/key Bloom). */
+  table?: EngineTableOptions;
+  /** Entries a background flush writes between returns to the event loop (default 4096). */
+  flushSliceEntries?: number;
+  /**
+   * How long a write into a span latched by an ingestion, or an ingestion over a span another
+   * holds, may wait before it fails with LATCH_TIMEOUT (default 60 s; see spanLatches.ts).
+   */
+  latchWaitTimeoutMs?: number;
+}
