@@ -16,6 +16,7 @@
  *   the bytes still needed; any other error is returned as it is.
  */
 import * as fs from 'fs';
+import * as path from 'path';
 import { IngestError, isNoSpaceError } from '../util/errors';
 
 export const RUN_BYTES_PER_INPUT_BYTE = 1.1;
@@ -129,4 +130,16 @@ export function bytesIn(dir: string, prefix = ''): number {
 
 function mib(bytes: number): string {
   return (bytes / (1 << 20)).toFixed(1);
+}
+
+/** Whether the scratch space of these inputs can be estimated from their sizes (not stdin, not compressed). */
+export function estimableInputs(inputs: readonly string[]): boolean {
+  return inputs.every((p) => p !== '-' && !p.endsWith('.gz'));
+}
+
+/** `dir`, or its nearest ancestor that exists (where it would be made): its file system is the one to ask. */
+export function existingAncestor(dir: string): string {
+  let d = path.resolve(dir);
+  while (!fs.existsSync(d) && path.dirname(d) !== d) d = path.dirname(d);
+  return d;
 }

@@ -1,14 +1,20 @@
 /**
  * `ingest import`: CSV inputs → sorted, non-overlapping SSTs, in bounded memory.
  *
- * Phases:
+ * A driver of the import's phases (src/ingest/phases.ts), which it runs on this machine:
  * 1. parse: records → (key, value) rows in a sort buffer → sorted runs spilled to a private temp
- *    directory under --tmp-dir. In-process for stdin, .gz, csv-parse dialects and small inputs;
- *    otherwise regular files are cut into byte ranges parsed by worker threads (src/ingest/parse/parallelParse.ts).
+ *    directory under --tmp-dir. In-process for stdin, .gz, csv-parse dialects and small inputs
+ *    (parse/wholeInputParse.ts); otherwise regular files are cut into byte ranges parsed by
+ *    worker threads (parseRange on each: src/ingest/parse/parallelParse.ts).
  * 2. merge: a k-way merge of all runs (duplicate policy applied) into SSTs of about
- *    --target-file-size, cut only between distinct keys, under temporary names.
+ *    --target-file-size, cut only between distinct keys, under temporary names: one key range
+ *    per merge worker (mergeRange on each: sort/parallelMerge.ts), or all on this thread.
  * 3. publish: every SST (and, with writeRowOrigins, its origins side file) renamed to its final
  *    name at once, plus the JSON summary file.
+ *
+ * Resume is a journal around the phases (resume/importJournal.ts): before each phase the driver
+ * asks it what an earlier attempt finished, and the journal records each result once durable.
+ * This driver holds no job of its own and makes no decision on one.
  *
  * Contract: the import lands whole or not at all. Any failure (bad rows past --max-bad-rows,
  * duplicates under the error policy, I/O) removes the runs, the temp directory and every SST
@@ -26,54 +32,36 @@ import * as os from 'os';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError, isNoSpaceError } from '../util/errors';
-import { CsvDialect, normalizeDialect } from './csv/csvDialect';
-import { readCsvFast, readCsvWithCsvParse } from './csv/csvReader';
-import { displayName, isSplittable, openByteSource, statInputSize } from './csv/inputSource';
+import { displayName, isSplittable } from './csv/inputSource';
 import { ImportPlan, parseSettingsOf, planImport, rowOriginSourcesOf } from './phases';
 import { KeySpec } from './rows/keySpec';
-import { DuplicatePolicy, MergeRange, MergeResult, MergeResumeHooks, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
+import { MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
 import { Progress } from './progress';
-import { BadRow, LayoutPlan, RowSink } from './parse/rowSink';
-import { RunInfo, spillSortBuffer } from './sort/runFile';
-import { SortBuffer } from './sort/sortBuffer';
-import {
-  RowOriginSources,
-  SstSetWriter,
-  WrittenFile,
-  finalSstName,
-  publishFiles,
-  removeFiles,
-  removeTempFiles,
-  tempPrefix,
-} from './sort/sstSetWriter';
-import { KeyRangePlan, MergeWorkerPool, RangeReporting, mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
+import { RunInfo } from './sort/runFile';
+import { RowOriginSources, SstSetWriter, WrittenFile, publishFiles, removeFiles, removeTempFiles, tempPrefix } from './sort/sstSetWriter';
+import { KeyRangePlan, MergeWorkerPool, mergeInWorkers, planKeyRanges } from './sort/parallelMerge';
 import { MergeHandOver, parseInWorkers } from './parse/parallelParse';
+import { parseWholeInputs } from './parse/wholeInputParse';
 import { nativeUtil } from '../util/nativeUtil';
-import { InputNamer, ParseOutcome, ParseSettings, SourceInfo, TooManyBadRowsError, tooManyBadRowsError } from './parse/parseTypes';
+import { InputNamer, ParseOutcome, TooManyBadRowsError } from './parse/parseTypes';
 import { MemoryBudget } from './memoryBudget';
-import { ImportJob, finishedJobFiles } from './resume/importJob';
-import { fingerprintInput, OptionsFingerprint } from './resume/fingerprint';
-import {
-  ImportResumeSummary,
-  checkpointsSteps,
-  mergeCheckpointOf,
-  parallelMergeOf,
-  parseResumeOf,
-  recordFanInMerge,
-  recordMerged,
-  recordParseOutcome,
-  recordPartitionSstFinished,
-  recordSstFinished,
-  removeUnfinishedTempFiles,
-  removeUnrecordedRuns,
-  resumedMergeRange,
-  startResumeSummary,
-  storedOutcome,
-  writtenFileOf,
-} from './resume/jobSteps';
+import { ImportJournal, noJournal, openImportJournal } from './resume/importJournal';
 import { isDefinitiveFailure } from './resume/failures';
 import { PARALLEL_MIN_INPUT_BYTES } from './parse/prestart';
-import { ScratchQuota, bytesIn, checkScratchSpace, estimateScratchBytes, noSpaceErrorOf } from './diskSpace';
+import {
+  ScratchQuota,
+  bytesIn,
+  checkScratchSpace,
+  estimableInputs,
+  estimateScratchBytes,
+  existingAncestor,
+  noSpaceErrorOf,
+} from './diskSpace';
+import { Locator, duplicateKeysError, importSummaryOf, locatorOf, writeRejects } from './importReport';
+import { ImportOptions, ImportSummary } from './importTypes';
+
+export { DEFAULT_TARGET_FILE_SIZE_BYTES } from './importTypes';
+export type { ImportOptions, ImportSummary, ParserChoice, RowLocation } from './importTypes';
 
 /**
  * Runs at least this large are merged on two worker threads by default (two cores or more).
@@ -87,33 +75,30 @@ function defaultMergeThreads(runBytes: number): number {
   return os.availableParallelism() >= 2 && runBytes >= PARALLEL_MERGE_MIN_RUN_BYTES ? 2 : 1;
 }
 
-import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions, ImportSummary, RowLocation } from './importTypes';
-
-export { DEFAULT_TARGET_FILE_SIZE_BYTES } from './importTypes';
-export type { ImportOptions, ImportSummary, ParserChoice, RowLocation } from './importTypes';
-
-/** Where a row came from, by parse source and source-relative line. */
-type Locator = (source: number, line: number) => RowLocation;
-
 /** What setUp settles before any phase runs: the plan, and what runs it here. */
 interface ImportSetup {
-  importPlan: ImportPlan;
-  dialect: CsvDialect;
+  plan: ImportPlan;
   budget: MemoryBudget;
-  targetFileSizeBytes: number;
-  policy: DuplicatePolicy;
-  maxBadRows: number;
   keySpec: KeySpec;
-  plan: LayoutPlan;
-  fast: boolean;
-  parserReason: string;
   progress: Progress;
-  inputSizes: (number | null)[];
-  totalInput: number;
+}
+
+/** The parse phase's result as the driver goes on with it. */
+interface Parsed {
+  outcome: ParseOutcome;
+  threads: number;
+  locate: Locator;
+}
+
+/** The merge phase's result. */
+interface Merged {
+  merge: MergeResult;
+  written: WrittenFile[];
+  mergeThreads: number;
 }
 
 export class CsvImport {
-  private token = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  private journal: ImportJournal = noJournal(`${process.pid}-${randomBytes(4).toString('hex')}`, null);
   private workDir: string | null = null;
   private output: SstSetWriter | null = null;
   private finished = false;
@@ -123,19 +108,8 @@ export class CsvImport {
   private mergePool: MergeWorkerPool | null = null;
   /** The parse workers to hand over to mergePool once the parse is done; undefined: none. */
   private mergeHandOver: MergeHandOver | undefined = undefined;
-  /** Prefix of the run files this attempt names on the main thread (attempts of a job must not reuse names). */
-  private runPrefix = 'run-';
-  /** The resumable job, when there is one; `ownJob`: opened here (output-dir imports), so finished or kept here. */
-  private job: ImportJob | null = null;
-  /**
-   * The job when its parse ranges and SSTs are checkpointed one by one (checkpointsSteps), else
-   * null: the parse and the merge then run as without a job, and only their end is recorded.
-   */
-  private stepJob: ImportJob | null = null;
-  private ownJob = false;
   /** A failure a resume cannot mend (bad input, duplicates, usage): the job goes with the rest. */
   private definitiveFailure = false;
-  private resumeSummary: ImportResumeSummary | null = null;
   /** What the import is doing, for a full disk's message. */
   private doing: { what: string; dir: string } = { what: 'starting', dir: '' };
   private quota: ScratchQuota | null = null;
@@ -144,27 +118,28 @@ export class CsvImport {
 
   /** The name an input path goes by (ImportOptions.inputNames, else its path or "stdin"). */
   private readonly nameOf: InputNamer = (file) => {
-    const i = this.opts.inputNames === undefined ? -1 : this.opts.inputs.indexOf(file);
-    return i >= 0 ? (this.opts.inputNames as string[])[i] : displayName(file);
+    const i = this.opts.inputs.indexOf(file);
+    return i >= 0 && this.opts.inputNames !== undefined ? this.opts.inputNames[i] : displayName(file);
   };
 
-  /** Removes everything the import made so far; safe from a signal handler (synchronous). */
+  /** Removes everything the import made so far, but what its journal keeps for a resume; safe from a signal handler (synchronous). */
   cleanupSync(): void {
     this.mergePool?.close();
     this.mergePool = null;
-    if (this.job !== null && !this.finished && !this.definitiveFailure) {
+    const journal = this.journal;
+    if (journal.keepsFilesForResume && !this.finished && !this.definitiveFailure) {
       // Interrupted (a signal, I/O, a full disk): everything stays for the resume.
-      if (this.ownJob) this.job.release();
+      journal.release();
       this.workDir = null;
       return;
     }
     if (!this.finished) {
       if (this.output !== null) this.output.abort();
       removeFiles(this.written);
-      removeTempFiles(this.opts.outputDir, this.token);
+      removeTempFiles(this.opts.outputDir, journal.token);
     }
-    if (this.job !== null) {
-      if (this.ownJob) this.job.finish();
+    if (journal.keepsFilesForResume) {
+      journal.finish();
       this.workDir = null;
       return;
     }
@@ -177,49 +152,22 @@ export class CsvImport {
     const o = this.opts;
     const setup = this.setUp();
     this.checkQuota(setup);
-    this.openJob();
-    if (this.job !== null && checkpointsSteps(this.job, setup.totalInput, o.stepCheckpointsFromInputBytes)) this.stepJob = this.job;
+    this.journal = openImportJournal(o, setup.plan.totalInputBytes, this.journal.token, this.quota, this.nameOf, () =>
+      this.prepareOutputDir(o.outputDir, true),
+    );
     this.startMergeWorkersAhead(setup);
     this.prepareOutputDir(o.outputDir);
     this.prepareWorkDir();
     try {
-      this.doing = { what: 'parsing and spilling sorted runs', dir: this.workDir as string };
-      const { outcome, threads } = await this.parse(setup);
-      this.quota?.charge(
-        outcome.runs.reduce((a, r) => a + r.bytes, 0),
-        this.workDir as string,
-      );
-      this.doing = { what: 'merging the runs into SSTs', dir: o.outputDir };
+      const parsed = await this.parsePhase(setup);
       const tParsed = performance.now();
-      const locate = locatorOf(outcome.sources, this.nameOf);
-      if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
-      const { merge, written, mergeThreads } = await this.merge(setup, outcome, locate);
+      const merged = await this.merge(setup, parsed.outcome, parsed.locate);
       const tMerged = performance.now();
-
-      // Phase 3: publish.
       this.doing = { what: 'publishing the SSTs', dir: o.outputDir };
-      const finalPaths = publishFiles(o.outputDir, written, this.job !== null);
+      const finalPaths = publishFiles(o.outputDir, merged.written, this.journal.keepsFilesForResume);
       this.finished = true;
-      const tPublished = performance.now();
-      const summary = this.summarize({
-        o,
-        inputSizes: setup.inputSizes,
-        totalInput: setup.totalInput,
-        fast: setup.fast,
-        parserReason: setup.parserReason,
-        threads,
-        outcome,
-        merge,
-        policy: setup.policy,
-        written,
-        finalPaths,
-        mergeThreads,
-        keySpec: setup.keySpec,
-        locate,
-        memoryLimitBytes: setup.budget.memoryLimitBytes,
-        runs: outcome.runs,
-        seconds: { parse: (tParsed - t0) / 1000, merge: (tMerged - tParsed) / 1000, publish: (tPublished - tMerged) / 1000 },
-      });
+      const seconds = { parse: (tParsed - t0) / 1000, merge: (tMerged - tParsed) / 1000, publish: (performance.now() - tMerged) / 1000 };
+      const summary = this.summarize(setup, parsed, merged, finalPaths, seconds);
       if (o.writeSummaryFile ?? true)
         writeFileAtomic(path.join(o.outputDir, 'import-summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
       return summary;
@@ -229,6 +177,35 @@ export class CsvImport {
     } finally {
       this.cleanupSync();
     }
+  }
+
+  private summarize(
+    s: ImportSetup,
+    parsed: Parsed,
+    merged: Merged,
+    finalPaths: string[],
+    seconds: { parse: number; merge: number; publish: number },
+  ): ImportSummary {
+    return importSummaryOf({
+      o: this.opts,
+      inputSizes: s.plan.inputSizes,
+      totalInput: s.plan.totalInputBytes,
+      fast: s.plan.parser === 'fast',
+      parserReason: s.plan.parserReason,
+      threads: parsed.threads,
+      outcome: parsed.outcome,
+      merge: merged.merge,
+      policy: s.plan.policy,
+      written: merged.written,
+      finalPaths,
+      mergeThreads: merged.mergeThreads,
+      keySpec: s.keySpec,
+      locate: parsed.locate,
+      memoryLimitBytes: s.budget.memoryLimitBytes,
+      runs: parsed.outcome.runs,
+      seconds,
+      resume: this.journal.summary,
+    });
   }
 
   /**
@@ -244,48 +221,24 @@ export class CsvImport {
     if (o.job !== undefined) return;
     const outputDir = existingAncestor(o.outputDir);
     const runDir = existingAncestor(o.tmpDir ?? (o.resume === true ? o.outputDir : os.tmpdir()));
-    checkScratchSpace({ inputBytes: s.totalInput, estimable: estimableInputs(o.inputs), quotaBytes, runDir, outputDir });
+    checkScratchSpace({ inputBytes: s.plan.totalInputBytes, estimable: estimableInputs(o.inputs), quotaBytes, runDir, outputDir });
   }
 
   /** A full disk as NO_SPACE naming where and about how much more is needed; other errors as they are. */
   private noSpaceError(e: unknown, s: ImportSetup): unknown {
     if (!isNoSpaceError(e)) return e;
-    const used = bytesIn(this.workDir ?? this.doing.dir) + bytesIn(this.opts.outputDir, tempPrefix(this.token));
-    const needed = s.inputSizes.every((x) => x !== null) ? estimateScratchBytes(s.totalInput) - used : null;
-    const unchanged = this.job !== null ? 'nothing was published' : 'nothing was published, and the partial files were removed';
-    return noSpaceErrorOf(e, this.doing.dir, this.doing.what, needed, this.job !== null, unchanged);
+    const keeps = this.journal.keepsFilesForResume;
+    const used = bytesIn(this.workDir ?? this.doing.dir) + bytesIn(this.opts.outputDir, tempPrefix(this.journal.token));
+    const needed = s.plan.inputSizes.every((x) => x !== null) ? estimateScratchBytes(s.plan.totalInputBytes) - used : null;
+    const unchanged = keeps ? 'nothing was published' : 'nothing was published, and the partial files were removed';
+    return noSpaceErrorOf(e, this.doing.dir, this.doing.what, needed, keeps, unchanged);
   }
 
-  /**
-   * The resumable job: the caller's (DbImport), or, with `resume`, one opened here in the output
-   * directory. Stdin cannot be fingerprinted, so an import reading it is never resumable.
-   */
-  private openJob(): void {
-    const o = this.opts;
-    if (o.job !== undefined) this.job = o.job;
-    else if (o.resume === true && !o.inputs.includes('-')) {
-      this.prepareOutputDir(o.outputDir, true);
-      this.job = ImportJob.open({
-        kind: 'output',
-        targetDir: o.outputDir,
-        inputs: o.inputs.map((p) => fingerprintInput(p, this.nameOf(p))),
-        options: outputOptionsFingerprint(o),
-        tmpDir: o.tmpDir,
-        fresh: o.restart,
-      });
-      this.ownJob = true;
-    }
-    if (this.job === null) return;
-    this.token = this.job.state.token;
-    this.runPrefix = `run-a${this.job.state.attempts}-`;
-    this.resumeSummary = startResumeSummary(this.job);
-  }
-
-  /** The sorted runs' directory: the job's, or a new temp directory under --tmp-dir. */
+  /** The sorted runs' directory: the journal's, or a new temp directory under --tmp-dir. */
   private prepareWorkDir(): void {
-    if (this.job !== null) {
-      this.workDir = this.job.state.runDir;
-      removeUnrecordedRuns(this.job);
+    const journaled = this.journal.runDir();
+    if (journaled !== null) {
+      this.workDir = journaled;
       return;
     }
     const tmpRoot = this.opts.tmpDir ?? os.tmpdir();
@@ -301,46 +254,77 @@ export class CsvImport {
   private setUp(): ImportSetup {
     const plan = planImport(this.opts);
     return {
-      importPlan: plan,
-      dialect: plan.dialect,
+      plan,
       budget: new MemoryBudget(plan.memoryLimitBytes),
-      targetFileSizeBytes: plan.targetFileSizeBytes,
-      policy: plan.policy,
-      maxBadRows: plan.maxBadRows,
       keySpec: KeySpec.of(this.opts.key ?? '1'),
-      plan: plan.layout,
-      fast: plan.parser === 'fast',
-      parserReason: plan.parserReason,
       progress: this.opts.progress ?? new Progress(false),
-      inputSizes: plan.inputSizes,
-      totalInput: plan.totalInputBytes,
     };
+  }
+
+  /** Phase 1 and what follows it: the runs charged to the quota, the rejects file written. */
+  private async parsePhase(s: ImportSetup): Promise<Parsed> {
+    const o = this.opts;
+    const workDir = this.workDir as string;
+    this.doing = { what: 'parsing and spilling sorted runs', dir: workDir };
+    const { outcome, threads } = await this.parse(s);
+    this.quota?.charge(
+      outcome.runs.reduce((a, r) => a + r.bytes, 0),
+      workDir,
+    );
+    this.doing = { what: 'merging the runs into SSTs', dir: o.outputDir };
+    const locate = locatorOf(outcome.sources, this.nameOf);
+    if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
+    return { outcome, threads, locate };
+  }
+
+  /** The parse threads: --threads, else two on 2+ cores for large regular files in the fast parser's dialects; 0: in-process. */
+  private parseThreadsFor(s: ImportSetup): number {
+    const o = this.opts;
+    const explicitThreads = o.parseThreads !== undefined;
+    const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
+    const parallel =
+      s.plan.parser === 'fast' &&
+      requestedThreads >= 1 &&
+      (explicitThreads || s.plan.totalInputBytes >= PARALLEL_MIN_INPUT_BYTES) &&
+      o.inputs.every(isSplittable);
+    return parallel ? requestedThreads : 0;
   }
 
   /** Phase 1: parse into sorted runs, in worker threads for large regular files, else in-process. */
   private async parse(s: ImportSetup): Promise<{ outcome: ParseOutcome; threads: number }> {
     const o = this.opts;
-    const settings: ParseSettings = parseSettingsOf(s.importPlan, this.workDir as string);
-    const explicitThreads = o.parseThreads !== undefined;
-    const requestedThreads = o.parseThreads ?? (os.availableParallelism() >= 2 ? 2 : 0);
-    const parallel =
-      s.fast && requestedThreads >= 1 && (explicitThreads || s.totalInput >= PARALLEL_MIN_INPUT_BYTES) && o.inputs.every(isSplittable);
-    const threads = parallel ? requestedThreads : 0;
-    const job = this.stepJob;
-    const stored = job !== null ? storedOutcome(job) : null;
-    if (stored !== null) return stored;
-    const resume = job !== null ? parseResumeOf(job, (e) => !isDefinitiveFailure(e)) : undefined;
+    const settings = parseSettingsOf(s.plan, this.workDir as string);
+    const threads = this.parseThreadsFor(s);
+    const recorded = this.journal.recordedParse();
+    if (recorded !== null) return recorded;
+    const resume = this.journal.parseHooks((e) => !isDefinitiveFailure(e));
     try {
-      const inWorkers = parallel
-        ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, this.nameOf, o.parseTaskBytes, resume, this.mergeHandOver)
-        : null;
+      const inWorkers =
+        threads > 0
+          ? await parseInWorkers(
+              o.inputs,
+              settings,
+              threads,
+              s.budget,
+              s.progress,
+              this.nameOf,
+              o.parseTaskBytes,
+              resume,
+              this.mergeHandOver,
+            )
+          : null;
       // null: the workers had no record to bind the columns from, though there is data (only bad
       // rows where the probe looked); the in-process parse reports each bad row as it should.
       const parsed =
         inWorkers !== null
           ? { outcome: inWorkers, threads }
-          : { outcome: await this.parseInProcess(o.inputs, settings, s.fast, s.budget, s.progress), threads: 0 };
-      if (job !== null) recordParseOutcome(job, parsed.outcome, parsed.threads);
+          : {
+              outcome: await parseWholeInputs(o.inputs, settings, s.plan.parser === 'fast', s.budget, s.progress, this.nameOf, () =>
+                this.nextRunPath(),
+              ),
+              threads: 0,
+            };
+      this.journal.recordParse(parsed.outcome, parsed.threads);
       return parsed;
     } catch (e) {
       // The import fails, but the rows that made it fail are still worth a rejects file.
@@ -353,28 +337,17 @@ export class CsvImport {
   }
 
   /** Phase 2: merge the runs into SSTs (in key ranges on merge workers when asked); the duplicate policy applies here. */
-  private async merge(
-    s: ImportSetup,
-    outcome: ParseOutcome,
-    locate: Locator,
-  ): Promise<{ merge: MergeResult; written: WrittenFile[]; mergeThreads: number }> {
+  private async merge(s: ImportSetup, outcome: ParseOutcome, locate: Locator): Promise<Merged> {
     const o = this.opts;
-    let runs = outcome.runs;
-    const runBytes = runs.reduce((a, r) => a + r.bytes, 0);
-    const mergeThreads = runs.length > 0 && runBytes > 0 ? this.mergeThreadsFor(runBytes) : 1;
-    const maxFanIn = s.budget.mergeFanIn(mergeThreads);
-    const job = this.job;
-    if (job !== null && (job.state.phase === 'merged' || job.state.phase === 'ingesting')) return this.mergedEarlier(job, mergeThreads);
-    const steps = this.stepJob;
-    // Checkpointed at its end only: the SSTs a killed earlier attempt left unfinished go first.
-    if (job !== null && steps === null) removeUnfinishedTempFiles(o.outputDir, job);
-    while (runs.length > maxFanIn) {
-      const group = runs.slice(0, maxFanIn);
-      // A job keeps the group until the merged run is recorded: a kill meanwhile must find them.
-      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length), steps === null);
-      runs = [merged, ...runs.slice(maxFanIn)];
-      if (steps !== null) recordFanInMerge(steps, group, merged, runs.slice(1));
+    const runBytes = outcome.runs.reduce((a, r) => a + r.bytes, 0);
+    const mergeThreads = outcome.runs.length > 0 && runBytes > 0 ? this.mergeThreadsFor(runBytes) : 1;
+    const recorded = this.journal.recordedMerge();
+    if (recorded !== null) {
+      this.written = recorded.written;
+      return { ...recorded, mergeThreads };
     }
+    this.journal.beforeMerge(o.outputDir);
+    const runs = this.fanIn(s, outcome.runs, s.budget.mergeFanIn(mergeThreads));
     const inWorkers = mergeThreads > 1 || o.mergeOffMainThread === true;
     const ranges = inWorkers && runs.length > 0 ? planKeyRanges(runs, mergeThreads) : [];
     const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources, this.nameOf) : null;
@@ -390,9 +363,22 @@ export class CsvImport {
       s.progress.done();
     }
     this.written = written;
-    if (job !== null && !(merge.duplicateCount > 0 && s.policy === 'error')) recordMerged(job, o.outputDir, written, merge);
-    if (merge.duplicateCount > 0 && s.policy === 'error') throw duplicateKeysError(merge, s.keySpec, locate);
+    const failsOnDuplicates = merge.duplicateCount > 0 && s.plan.policy === 'error';
+    if (failsOnDuplicates) throw duplicateKeysError(merge, s.keySpec, locate);
+    this.journal.recordMerge(o.outputDir, written, merge);
     return { merge, written, mergeThreads: ranges.length > 1 ? ranges.length : 1 };
+  }
+
+  /** More runs than one merge may read at once are merged in groups first; the journal keeps each group until its run is recorded. */
+  private fanIn(s: ImportSetup, runs: RunInfo[], maxFanIn: number): RunInfo[] {
+    let left = runs;
+    while (left.length > maxFanIn) {
+      const group = left.slice(0, maxFanIn);
+      const merged = mergeRunsIntoRun(group, this.nextRunPath(), s.budget.mergeReadBufferBytes(group.length), !this.journal.recordsFanIn);
+      left = [merged, ...left.slice(maxFanIn)];
+      this.journal.recordFanIn(group, merged, left.slice(1));
+    }
+    return left;
   }
 
   /**
@@ -403,18 +389,10 @@ export class CsvImport {
    * the second core gives back), else one.
    */
   private mergeThreadsFor(runBytes: number): number {
-    const started = this.mergeStartedEarlier();
+    const started = this.journal.recordedMergeShape();
     if (started !== null) return started.threads;
     if (this.opts.mergeThreads !== undefined) return Math.max(1, this.opts.mergeThreads);
     return defaultMergeThreads(runBytes);
-  }
-
-  /** How a resumed job's merge started: on workers over its recorded ranges, on one thread (it has files), or null: not yet. */
-  private mergeStartedEarlier(): { onWorkers: boolean; threads: number } | null {
-    const merge = this.job?.state.merge;
-    if (merge?.partitions !== undefined) return { onWorkers: true, threads: merge.partitions.length };
-    if (merge !== undefined && merge.files.length > 0) return { onWorkers: false, threads: 1 };
-    return null;
   }
 
   /**
@@ -429,10 +407,8 @@ export class CsvImport {
    */
   private startMergeWorkersAhead(s: ImportSetup): void {
     const o = this.opts;
-    const job = this.job;
-    if (this.mergeStartedEarlier() !== null) return;
-    if (job !== null && job.state.phase !== 'parse' && job.state.phase !== 'merge') return;
-    const threads = o.mergeThreads ?? defaultMergeThreads(s.totalInput);
+    if (this.journal.recordedMergeShape() !== null || this.journal.pastMergeStart()) return;
+    const threads = o.mergeThreads ?? defaultMergeThreads(s.plan.totalInputBytes);
     if (threads < 2) return;
     if (nativeUtil === null) {
       this.mergePool = new MergeWorkerPool(threads, o.workerNiceness ?? 0);
@@ -449,15 +425,15 @@ export class CsvImport {
    * files of a one-thread merge: no), else for two ranges or more, or one with mergeOffMainThread.
    */
   private mergesOnWorkers(rangeCount: number): boolean {
-    const started = this.mergeStartedEarlier();
+    const started = this.journal.recordedMergeShape();
     if (started !== null) return started.onWorkers;
     return rangeCount > 1 || (rangeCount === 1 && this.opts.mergeOffMainThread === true);
   }
 
   /**
-   * The merge on worker threads, one key range each. With a job it is resumable: the ranges are
-   * recorded before the workers start (a resume merges the same ranges), each SST is recorded
-   * as its worker reports it, and each range resumes after its last recorded file.
+   * The merge on worker threads, one key range each. The journal gives the ranges (as an earlier
+   * attempt recorded them) and records each SST as its worker reports it; each range resumes
+   * after its last recorded file.
    */
   private async mergeOnWorkers(
     s: ImportSetup,
@@ -467,47 +443,22 @@ export class CsvImport {
     rowsRead: number,
   ): Promise<{ merge: MergeResult; files: WrittenFile[] }> {
     const o = this.opts;
-    const job = this.stepJob;
-    const quota = this.quota;
-    let plans = ranges;
-    let reporting: RangeReporting | null = null;
-    if (job !== null) {
-      const resumed = parallelMergeOf(job, runs, ranges);
-      plans = resumed.plans;
-      (this.resumeSummary as ImportResumeSummary).mergeBytesRedone = removeUnfinishedTempFiles(o.outputDir, job);
-      reporting = {
-        initial: resumed.initial,
-        finished: resumed.finished.map((files) => files.map(writtenFileOf)),
-        onFileFinished: (partition, f, upTo) => {
-          quota?.charge(f.fileSizeBytes, o.outputDir);
-          recordPartitionSstFinished(job, o.outputDir, partition, f, upTo);
-        },
-      };
-    } else if (quota !== null) {
-      reporting = {
-        initial: ranges.map(() => ({ rowsWritten: 0, duplicateCount: 0, duplicates: [] })),
-        finished: ranges.map(() => []),
-        onFileFinished: (_partition, f) => quota.charge(f.fileSizeBytes, o.outputDir),
-      };
-    }
+    const { plans, reporting } = this.journal.workerMerge(runs, ranges, o.outputDir);
     const base = {
-      policy: s.policy,
+      policy: s.plan.policy,
       readBufferBytes: s.budget.mergeReadBufferBytes(runs.length * plans.length),
       outputDir: o.outputDir,
-      token: this.token,
-      targetFileSizeBytes: s.targetFileSizeBytes,
+      token: this.journal.token,
+      targetFileSizeBytes: s.plan.targetFileSizeBytes,
       // Each merge worker compresses its own blocks: a compression thread per worker would put
       // twice as many busy threads as cores on a two-core machine (docs/import.md).
-      sstOptions: { ...(o.sstOptions ?? {}), backgroundCompression: false },
+      sstOptions: { ...s.plan.sstOptions, backgroundCompression: false },
       rowOrigins,
     };
     return mergeInWorkers(runs, plans, base, rowsRead, s.progress, o.workerNiceness ?? 0, reporting, this.mergePool);
   }
 
-  /**
-   * The one-thread merge. With a job it is resumable: it starts after the files an earlier
-   * attempt finished (their counts carried on), and checkpoints each file it finishes.
-   */
+  /** The one-thread merge: it starts where the journal says (after an earlier attempt's files), which records each file it finishes. */
   private mergeOnMainThread(
     s: ImportSetup,
     runs: RunInfo[],
@@ -515,43 +466,16 @@ export class CsvImport {
     rowsRead: number,
   ): { merge: MergeResult; written: WrittenFile[] } {
     const o = this.opts;
-    const job = this.stepJob;
-    this.output = new SstSetWriter(o.outputDir, this.token, 0, s.targetFileSizeBytes, o.sstOptions ?? {}, rowOrigins);
-    const earlier = job !== null ? job.state.merge.files.map(writtenFileOf) : [];
-    let range: MergeRange | undefined;
-    let hooks: MergeResumeHooks | undefined;
-    const quota = this.quota;
-    if (job !== null) {
-      (this.resumeSummary as ImportResumeSummary).mergeBytesRedone = removeUnfinishedTempFiles(o.outputDir, job);
-      this.output.firstFileIndex = earlier.length + 1;
-      range = resumedMergeRange(runs, job.state.merge.files);
-      hooks = {
-        initial: mergeCheckpointOf(job),
-        onFileFinished: (f, upTo) => {
-          quota?.charge(f.fileSizeBytes, o.outputDir);
-          recordSstFinished(job, o.outputDir, f, upTo);
-        },
-      };
-    } else if (quota !== null) {
-      hooks = {
-        initial: { rowsWritten: 0, duplicateCount: 0, duplicates: [] },
-        onFileFinished: (f) => quota.charge(f.fileSizeBytes, o.outputDir),
-      };
-    }
+    const output = new SstSetWriter(o.outputDir, this.journal.token, 0, s.plan.targetFileSizeBytes, s.plan.sstOptions, rowOrigins);
+    this.output = output;
+    const start = this.journal.mainThreadMerge(runs, o.outputDir);
+    output.firstFileIndex = start.firstFileIndex;
     const onProgress = (n: number): void =>
       s.progress.update({ phase: 'merge', doneBytes: 0, totalBytes: null, rows: n, totalRows: rowsRead });
-    const merge = mergeRunsIntoSsts(runs, s.policy, this.output, s.budget.mergeReadBufferBytes(runs.length), onProgress, range, hooks);
-    const written = merge.duplicateCount > 0 && s.policy === 'error' ? [] : [...earlier, ...this.output.finish()];
+    const readBufferBytes = s.budget.mergeReadBufferBytes(runs.length);
+    const merge = mergeRunsIntoSsts(runs, s.plan.policy, output, readBufferBytes, onProgress, start.range, start.hooks);
+    const written = merge.duplicateCount > 0 && s.plan.policy === 'error' ? [] : [...start.earlier, ...output.finish()];
     return { merge, written };
-  }
-
-  /** An earlier attempt finished the merge: its files and counts, as the merge would return them. */
-  private mergedEarlier(job: ImportJob, mergeThreads: number): { merge: MergeResult; written: WrittenFile[]; mergeThreads: number } {
-    const m = mergeCheckpointOf(job);
-    const written = job.state.merge.files.map(writtenFileOf);
-    this.written = written;
-    const merge: MergeResult = { ...m, rowsMerged: job.state.progress.rowsMerged };
-    return { merge, written, mergeThreads };
   }
 
   private prepareOutputDir(dir: string, creatingOnly = false): void {
@@ -562,9 +486,7 @@ export class CsvImport {
     }
     if (creatingOnly) return;
     // A resumed job may find files of its own there: those its interrupted publish renamed.
-    const ownFinals = new Set(this.job !== null ? finishedJobFiles(this.job.state).map((_, i) => finalSstName(i + 1)) : []);
-    const own = (f: string): boolean => this.job !== null && (ownFinals.has(f) || f.startsWith(tempPrefix(this.token)));
-    const existing = fs.readdirSync(dir).filter((f) => f.endsWith('.sst') && !own(f));
+    const existing = fs.readdirSync(dir).filter((f) => f.endsWith('.sst') && !this.journal.ownsOutputName(f));
     if (existing.length > 0)
       throw new IngestError(
         'USAGE',
@@ -573,175 +495,7 @@ export class CsvImport {
   }
 
   private nextRunPath(): string {
-    return path.join(this.workDir as string, `${this.runPrefix}${String(++this.runCounter).padStart(6, '0')}.run`);
-  }
-
-  private async parseInProcess(
-    inputs: string[],
-    settings: ParseSettings,
-    fast: boolean,
-    budget: MemoryBudget,
-    progress: Progress,
-  ): Promise<ParseOutcome> {
-    const buffer = new SortBuffer(budget.parserShare(1).sortBufferBytes);
-    const runs: RunInfo[] = [];
-    const sources: SourceInfo[] = inputs.map((file) => ({ file, lineOffset: 0 }));
-    const spill = (): void => {
-      if (buffer.count === 0) return;
-      runs.push(spillSortBuffer(buffer, this.nextRunPath()));
-      buffer.clear();
-    };
-    const describe = (source: number): string => this.nameOf(sources[source].file);
-    const sink = new RowSink(
-      settings.plan,
-      null,
-      buffer,
-      settings.quoteByte,
-      spill,
-      settings.maxBadRows,
-      settings.maxBadRows + 1,
-      (row) => {
-        throw tooManyBadRowsError(row, describe(row.source), settings.maxBadRows, sink.badRows, sources);
-      },
-      describe,
-    );
-    let inputBytes = 0;
-    let doneBefore = 0;
-    const total = inputs.reduce<number | null>((a, p) => (a === null || p === '-' ? null : a + statInputSize(p)), 0);
-    for (let i = 0; i < inputs.length; i++) {
-      sink.source = i;
-      sink.expectHeader = settings.plan.header;
-      const src = await openByteSource(inputs[i]);
-      const onProgress = (consumed: number): void =>
-        progress.update({ phase: 'parse', doneBytes: doneBefore + consumed, totalBytes: total, rows: sink.rows, totalRows: null });
-      try {
-        if (fast) await readCsvFast(src, settings.dialect, sink, { onProgress, window: buffer.windowRegion() });
-        else await readCsvWithCsvParse(src, settings.dialect, sink, { onProgress });
-        inputBytes += src.consumedBytes();
-        doneBefore += src.consumedBytes();
-      } finally {
-        await src.close();
-      }
-    }
-    spill();
-    return {
-      runs,
-      sources,
-      rowsRead: sink.rows,
-      badRowCount: sink.badRowCount,
-      badRows: sink.badRows,
-      bound: sink.bound,
-      inputBytes,
-      ranges: 0,
-      rangesRetried: 0,
-    };
-  }
-
-  private summarize(a: {
-    o: ImportOptions;
-    inputSizes: (number | null)[];
-    totalInput: number;
-    fast: boolean;
-    parserReason: string;
-    threads: number;
-    outcome: ParseOutcome;
-    merge: MergeResult;
-    policy: DuplicatePolicy;
-    written: WrittenFile[];
-    finalPaths: string[];
-    mergeThreads: number;
-    keySpec: KeySpec;
-    locate: Locator;
-    memoryLimitBytes: number;
-    runs: RunInfo[];
-    seconds: { parse: number; merge: number; publish: number };
-  }): ImportSummary {
-    const fmt = (k: Buffer): string => a.keySpec.format(k);
-    const total = a.seconds.parse + a.seconds.merge + a.seconds.publish;
-    const round = (x: number): number => Math.round(x * 1000) / 1000;
-    return {
-      inputs: a.o.inputs.map((p, i) => ({ path: a.o.inputNames?.[i] ?? displayName(p), bytes: a.inputSizes[i] })),
-      inputBytes: a.outcome.inputBytes,
-      parser: a.fast ? 'fast' : 'csv-parse',
-      parserReason: a.parserReason,
-      parseThreads: a.threads,
-      parseRanges: a.outcome.ranges,
-      parseRangesRetried: a.outcome.rangesRetried,
-      mergeThreads: a.mergeThreads,
-      rowsRead: a.outcome.rowsRead,
-      rowsWritten: a.merge.rowsWritten,
-      badRows: a.outcome.badRowCount,
-      rejectsPath: a.o.rejectsPath ?? null,
-      duplicates: {
-        policy: a.policy,
-        count: a.merge.duplicateCount,
-        examples: a.merge.duplicates.map((d) => ({
-          key: fmt(d.key),
-          first: a.locate(d.first.source, d.first.line),
-          duplicate: a.locate(d.duplicate.source, d.duplicate.line),
-        })),
-      },
-      outputDir: a.o.outputDir,
-      outputFiles: a.written.map((f, i) => {
-        const smallest = Buffer.from(f.smallestUserKey);
-        const largest = Buffer.from(f.largestUserKey);
-        return {
-          path: a.finalPaths[i],
-          fileSizeBytes: f.fileSizeBytes,
-          entries: f.entries,
-          smallestKey: fmt(smallest),
-          largestKey: fmt(largest),
-          smallestKeyHex: smallest.toString('hex'),
-          largestKeyHex: largest.toString('hex'),
-        };
-      }),
-      runs: a.runs.length,
-      runBytes: a.runs.reduce((s, r) => s + r.bytes, 0),
-      phases: {
-        parseSeconds: round(a.seconds.parse),
-        mergeSeconds: round(a.seconds.merge),
-        publishSeconds: round(a.seconds.publish),
-        totalSeconds: round(total),
-      },
-      resume: this.resumeSummary,
-      rowsPerSecond: Math.round(a.outcome.rowsRead / Math.max(total, 1e-9)),
-      inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
-      memoryLimitBytes: a.memoryLimitBytes,
-      peakRssBytes: process.resourceUsage().maxRSS * 1024,
-    };
-  }
-}
-
-/** Absolute file and line of a row, from its parse source and the line the parser gave. */
-function locatorOf(sources: readonly SourceInfo[], nameOf: InputNamer): Locator {
-  return (source, line) => {
-    const s = sources[source];
-    return { file: nameOf(s.file), line: s.lineOffset + line };
-  };
-}
-
-/** The failure under --on-duplicate error: the first duplicates (file and line of both rows) and the total. */
-function duplicateKeysError(merge: MergeResult, keySpec: KeySpec, locate: Locator): IngestError {
-  const lines = merge.duplicates.map((d) => {
-    const a = locate(d.first.source, d.first.line);
-    const b = locate(d.duplicate.source, d.duplicate.line);
-    return `  key ${keySpec.format(d.key)}: ${b.file} line ${b.line} repeats ${a.file} line ${a.line}`;
-  });
-  const more = merge.duplicateCount > merge.duplicates.length ? `\n  ... and ${merge.duplicateCount - merge.duplicates.length} more` : '';
-  return new IngestError(
-    'DUPLICATE_KEY',
-    `${merge.duplicateCount} duplicate key(s) in the input (use --on-duplicate first|last to keep one):\n${lines.join('\n')}${more}`,
-  );
-}
-
-/** Rejects: JSON lines {"file","line","reason","text"}, in input order. */
-function writeRejects(file: string, rows: BadRow[], locate: Locator): void {
-  const sorted = [...rows].sort((x, y) => x.source - y.source || x.line - y.line);
-  const text = sorted.map((r) => JSON.stringify({ ...locate(r.source, r.line), reason: r.reason, text: r.text })).join('\n');
-  try {
-    fs.writeFileSync(file, text.length > 0 ? `${text}\n` : '');
-  } catch (e) {
-    throw new IngestError('IO', `cannot write --rejects ${file}: ${(e as Error).message}`, { cause: e });
+    return path.join(this.workDir as string, `${this.journal.runPrefix}${String(++this.runCounter).padStart(6, '0')}.run`);
   }
 }
 
@@ -749,44 +503,6 @@ function writeFileAtomic(file: string, text: string): void {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   fs.writeFileSync(tmp, text);
   fs.renameSync(tmp, file);
-}
-
-/**
- * The options that shape an import's output, for its resume fingerprint: a resume with any of
- * them changed is refused (src/ingest/resume/fingerprint.ts). Memory and threads are left out.
- */
-export function outputOptionsFingerprint(o: ImportOptions): OptionsFingerprint {
-  const key = o.key === undefined ? '1' : typeof o.key === 'string' ? o.key : JSON.stringify(o.key.refs);
-  const values: Record<string, unknown> = {
-    key,
-    value: o.value,
-    valueFormat: o.valueFormat ?? 'raw',
-    dialect: normalizeDialect(o.dialect ?? {}),
-    header: o.header ?? false,
-    columns: o.columns ?? null,
-    onDuplicate: o.onDuplicate ?? 'error',
-    maxBadRows: o.maxBadRows ?? 0,
-    targetFileSize: o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES,
-    sstOptions: o.sstOptions ?? {},
-    parser: o.parser ?? 'auto',
-    writeRowOrigins: o.writeRowOrigins ?? false,
-    inputNames: o.inputNames ?? null,
-  };
-  const out: OptionsFingerprint = {};
-  for (const [name, v] of Object.entries(values)) if (v !== undefined) out[name] = JSON.stringify(v);
-  return out;
-}
-
-/** Whether the scratch space of these inputs can be estimated from their sizes (not stdin, not compressed). */
-export function estimableInputs(inputs: readonly string[]): boolean {
-  return inputs.every((p) => p !== '-' && !p.endsWith('.gz'));
-}
-
-/** `dir`, or its nearest ancestor that exists (where it would be made): its file system is the one to ask. */
-export function existingAncestor(dir: string): string {
-  let d = path.resolve(dir);
-  while (!fs.existsSync(d) && path.dirname(d) !== d) d = path.dirname(d);
-  return d;
 }
 
 /** Convenience: run one import. */

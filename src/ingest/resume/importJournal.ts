@@ -17,6 +17,10 @@
  * RangeReporting) record as the phase goes. A journal never deletes what its checkpoint names.
  */
 import { ScratchQuota } from '../diskSpace';
+import { normalizeDialect } from '../csv/csvDialect';
+import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions } from '../importTypes';
+import { InputNamer } from '../parse/parseTypes';
+import { OptionsFingerprint, fingerprintInput } from './fingerprint';
 import { ParseResume } from '../parse/parallelParse';
 import { ParseOutcome } from '../parse/parseTypes';
 import { MergeRange, MergeResult, MergeResumeHooks } from '../sort/mergeToSsts';
@@ -26,6 +30,7 @@ import { WrittenFile, finalSstName, tempPrefix } from '../sort/sstSetWriter';
 import { ImportJob, finishedJobFiles } from './importJob';
 import {
   ImportResumeSummary,
+  checkpointsSteps,
   mergeCheckpointOf,
   parallelMergeOf,
   parseResumeOf,
@@ -246,4 +251,62 @@ function resumedWorkerMerge(
       },
     },
   };
+}
+
+/**
+ * The options that shape an import's output, for its resume fingerprint: a resume with any of
+ * them changed is refused (src/ingest/resume/fingerprint.ts). Memory and threads are left out.
+ */
+export function outputOptionsFingerprint(o: ImportOptions): OptionsFingerprint {
+  const key = o.key === undefined ? '1' : typeof o.key === 'string' ? o.key : JSON.stringify(o.key.refs);
+  const values: Record<string, unknown> = {
+    key,
+    value: o.value,
+    valueFormat: o.valueFormat ?? 'raw',
+    dialect: normalizeDialect(o.dialect ?? {}),
+    header: o.header ?? false,
+    columns: o.columns ?? null,
+    onDuplicate: o.onDuplicate ?? 'error',
+    maxBadRows: o.maxBadRows ?? 0,
+    targetFileSize: o.targetFileSizeBytes ?? DEFAULT_TARGET_FILE_SIZE_BYTES,
+    sstOptions: o.sstOptions ?? {},
+    parser: o.parser ?? 'auto',
+    writeRowOrigins: o.writeRowOrigins ?? false,
+    inputNames: o.inputNames ?? null,
+  };
+  const out: OptionsFingerprint = {};
+  for (const [name, v] of Object.entries(values)) if (v !== undefined) out[name] = JSON.stringify(v);
+  return out;
+}
+
+/**
+ * The journal of an import: the caller's job (DbImport's), or with `resume` one opened here in
+ * the output directory (`ownJob`: finished or kept by this import), or none. Stdin cannot be
+ * fingerprinted, so an import reading it is never resumable. `makeTargetDir` creates the output
+ * directory before a job is opened in it.
+ */
+export function openImportJournal(
+  o: ImportOptions,
+  totalInputBytes: number,
+  token: string,
+  quota: ScratchQuota | null,
+  nameOf: InputNamer,
+  makeTargetDir: () => void,
+): ImportJournal {
+  let job = o.job ?? null;
+  let ownJob = false;
+  if (job === null && o.resume === true && !o.inputs.includes('-')) {
+    makeTargetDir();
+    job = ImportJob.open({
+      kind: 'output',
+      targetDir: o.outputDir,
+      inputs: o.inputs.map((p) => fingerprintInput(p, nameOf(p))),
+      options: outputOptionsFingerprint(o),
+      tmpDir: o.tmpDir,
+      fresh: o.restart,
+    });
+    ownJob = true;
+  }
+  if (job === null) return noJournal(token, quota);
+  return jobJournal(job, checkpointsSteps(job, totalInputBytes, o.stepCheckpointsFromInputBytes), quota, ownJob);
 }

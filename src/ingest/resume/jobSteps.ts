@@ -1,7 +1,7 @@
 /**
  * The import's steps as a resumable job sees them: what each phase records in the job's
- * checkpoint (importJob.ts) and how the next attempt takes it up again. The importer
- * (src/ingest/importer.ts) calls these; without a job it runs as it always did.
+ * checkpoint (importJob.ts) and how the next attempt takes it up again. The job's journal
+ * (importJournal.ts) calls these for the importer; without a job nothing here runs.
  *
  * What is checkpointed, and what a kill costs (the bound the crash-resume test measures):
  * - parse, on workers: each byte range once its runs are written. They are not fsynced where
