@@ -218,6 +218,7 @@ function* conflictCheckSlices(engine: Engine, run: SstSet, opts: CheckSstConflic
       sstFile: run.files[c.fileIndex].path,
     }));
     const unchanged = collector.unchanged;
+    assertCountsAddUp(run.totalEntries, unchanged, collector, conflicts.length, maxReported);
     return {
       format: CONFLICT_REPORT_FORMAT,
       version: CONFLICT_REPORT_VERSION,
@@ -301,6 +302,23 @@ function emptySpanChoice(requested: 'auto' | ScanStrategy): StrategyChoice {
   if (requested !== 'auto') return requestedChoice(requested);
   const describe = (): string => "adaptive: one seek found the engine empty in the SSTs' key range, so every key is new";
   return { strategy: 'seek', describe, engineBytesInSpan: null, adaptive: null };
+}
+
+/**
+ * The scan's end: every SST key was classified once, so the unchanged and conflicting keys are
+ * at most the SST's keys (the rest are new); the report lists at most maxReported of the
+ * conflicts, and every conflicting key when they are collected.
+ */
+function assertCountsAddUp(sstKeys: number, unchanged: number, collector: ConflictCollector, reported: number, maxReported: number): void {
+  assert(
+    unchanged >= 0 && collector.conflicts >= 0 && unchanged + collector.conflicts <= sstKeys,
+    `scan counts ${unchanged} unchanged + ${collector.conflicts} conflicts over ${sstKeys} SST keys`,
+  );
+  assert(
+    reported <= Math.min(maxReported, collector.conflicts),
+    `${reported} conflicts reported of ${collector.conflicts} (at most ${maxReported})`,
+  );
+  assert(collector.allKeys === null || collector.allKeys.length === collector.conflicts, 'every conflicting key collected once');
 }
 
 /** Runs the adaptive scan and describes what it chose (summary.strategy: the one that classified most keys). */
