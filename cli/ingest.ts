@@ -62,7 +62,21 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Output into a pipe whose reader has gone (`ingest sst dump x.sst | head`): the reader asked for
+ * no more, so the command stops quietly with exit code 0 instead of a stack trace. Any other
+ * error on stdout is reported in one line, exit 1.
+ */
+function stopQuietlyOnClosedPipe(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    process.stderr.write(`error: cannot write to stdout: ${err.message}\n`);
+    process.exit(1);
+  });
+}
+
 if (require.main === module) {
+  stopQuietlyOnClosedPipe();
   main(process.argv).then(
     (code) => {
       process.exitCode = code;

@@ -15,6 +15,7 @@
 import { Command, CommanderError } from 'commander';
 import { DbLockedError, exitCodeFor, IngestError } from '../src/util/errors';
 import { readServerRecord } from '../src/server/serverRecord';
+import { packageVersion } from './version';
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
 import { registerPlanCommand } from './commands/plan';
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   program
     .name('ingest')
     .description('Bulk SST ingestion and conflict checking on a RocksDB-compatible LSM engine')
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
   registerSstCommands(program);

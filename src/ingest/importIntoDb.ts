@@ -68,6 +68,7 @@ import { CsvImport, ImportOptions, ImportSummary } from './importer';
 import { outputOptionsFingerprint } from './resume/importJournal';
 import { ImportJob } from './resume/importJob';
 import { fingerprintInput } from './resume/fingerprint';
+import { checkInputs } from './csv/inputSource';
 import { isDefinitiveFailure } from './resume/failures';
 import { crashPoint } from '../util/crashPoints';
 import { checkScratchSpace, estimableInputs, existingAncestor, noSpaceErrorOf } from './diskSpace';
@@ -284,6 +285,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   private checkPreconditions(): boolean {
     const o = this.opts;
     const dir = o.dbDir;
+    if (o.prebuilt === undefined) checkInputs(o.import.inputs);
     if (this.mode !== 'check' && o.onConflict === 'skip' && o.replaceRange !== undefined) {
       throw new IngestError(
         'USAGE',

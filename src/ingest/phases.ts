@@ -29,7 +29,7 @@
 import { IngestError, assert } from '../util/errors';
 import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect';
-import { displayName, statInputSize } from './csv/inputSource';
+import { checkInputs, displayName, statInputSize } from './csv/inputSource';
 import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions } from './importTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
 import { InputNamer, ParseOutcome, ParseSettings, ParseTaskResult, SourceInfo } from './parse/parseTypes';
@@ -72,8 +72,7 @@ export interface ImportPlan {
 
 /** Checks the options and settles them; touches no file but the inputs' sizes. Bad options are USAGE errors. */
 export function planImport(o: ImportOptions): ImportPlan {
-  if (o.inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
-  if (o.inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
+  checkInputs(o.inputs);
   if (o.inputNames !== undefined && o.inputNames.length !== o.inputs.length) {
     throw new IngestError('INVALID_ARGUMENT', `inputNames has ${o.inputNames.length} names for ${o.inputs.length} inputs`);
   }

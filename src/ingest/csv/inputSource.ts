@@ -161,11 +161,34 @@ export async function openByteSource(path: string): Promise<ByteSource> {
   return new FileSource(handle, path, size);
 }
 
-/** The size of an input file; an input that cannot be read is BAD_INPUT naming it. */
+/** The size of an input file; an input that cannot be read, or a directory, is BAD_INPUT naming it. */
 export function statInputSize(p: string): number {
+  let st: fs.Stats;
   try {
-    return fs.statSync(p).size;
+    st = fs.statSync(p);
   } catch (e) {
     throw new IngestError('BAD_INPUT', `cannot read input ${p}: ${(e as Error).message}`, { cause: e });
+  }
+  if (st.isDirectory()) throw new IngestError('BAD_INPUT', `input ${p} is a directory: give the CSV files in it`);
+  return st.size;
+}
+
+/**
+ * Checks the inputs before anything reads them or is made for them: every one a file that exists
+ * (not a directory; `-` is stdin, at most once), none given twice (the same file under two paths
+ * included: its rows would all be duplicates). USAGE or BAD_INPUT naming the input.
+ */
+export function checkInputs(inputs: readonly string[]): void {
+  if (inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
+  if (inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
+  const seen = new Map<string, string>();
+  for (const p of inputs) {
+    if (p === '-') continue;
+    statInputSize(p);
+    const real = fs.realpathSync(p);
+    const earlier = seen.get(real);
+    if (earlier !== undefined)
+      throw new IngestError('USAGE', earlier === p ? `input ${p} is given twice` : `inputs ${earlier} and ${p} are the same file`);
+    seen.set(real, p);
   }
 }

@@ -59,7 +59,11 @@ export const IMPORT_OPTIONS: readonly OptionDef[] = [
   { flags: '--value <cols>', description: 'value columns, comma separated (default: all but the key columns)' },
   { flags: '--value-format <f>', description: 'value encoding', choices: ['raw', 'json'], defaultValue: 'raw' },
   { flags: '--memory-limit <size>', description: 'memory the sort may hold', defaultValue: `${DEFAULT_MEMORY_LIMIT_BYTES >> 20}MiB` },
-  { flags: '--tmp-dir <dir>', description: 'where sorted runs are spilled (default: the system temp directory)' },
+  {
+    flags: '--tmp-dir <dir>',
+    description:
+      "where sorted runs are spilled (default: a resumable import's job directory, inside the database or --output-dir; else, as for check or stdin, the system temp directory)",
+  },
   {
     flags: '--target-file-size <size>',
     description: 'size of each output SST',

@@ -58,9 +58,34 @@ export function bindLayout(plan: LayoutPlan, headerNames: string[] | null, first
       seen.add(n);
     }
   }
-  const keySpec = new KeySpec(plan.keyRefs, columnNames, fieldCount);
-  const valueFields = resolveValueColumns(plan.valueSpec, columnNames, fieldCount, keySpec.fieldIndexes);
-  return { columnNames, fieldCount, valueFields };
+  try {
+    const keySpec = new KeySpec(plan.keyRefs, columnNames, fieldCount);
+    const valueFields = resolveValueColumns(plan.valueSpec, columnNames, fieldCount, keySpec.fieldIndexes);
+    return { columnNames, fieldCount, valueFields };
+  } catch (err) {
+    if (err instanceof IngestError && fieldCount === 1 && plan.columns === null)
+      throw new IngestError(err.code, `${err.message}${oneColumnHint(plan.delimiter, columnNames)}`, { cause: err });
+    throw err;
+  }
+}
+
+/** Delimiters a one-column record may really have used. */
+const LIKELY_DELIMITERS: readonly string[] = [',', ';', '|', '\t'];
+const SHOWN_COLUMN_CHARS = 60;
+
+/**
+ * Why the columns may not bind: the header (or first record) read as one column, which a wrong
+ * --delimiter does; names a delimiter the text holds, when it holds one.
+ */
+function oneColumnHint(delimiter: string, header: string[] | null): string {
+  const what =
+    header !== null
+      ? `the header parsed as one column ${JSON.stringify(header[0].slice(0, SHOWN_COLUMN_CHARS))}`
+      : 'the first record parsed as one column';
+  const other = header === null ? undefined : LIKELY_DELIMITERS.find((d) => d !== delimiter && header[0].includes(d));
+  const suggestion =
+    other === undefined ? '' : `; it holds ${JSON.stringify(other)}: try --delimiter ${other === '\t' ? "'\\t'" : `'${other}'`}`;
+  return ` (${what} with --delimiter ${JSON.stringify(delimiter)}${suggestion})`;
 }
 
 export function makeEncoder(plan: LayoutPlan, bound: BoundLayout): RowEncoder {
