@@ -79,6 +79,9 @@ if (require.main === module) {
   stopQuietlyOnClosedPipe();
   main(process.argv).then(
     (code) => {
+      // Interrupted (cli/commands/interrupt.ts): the job's cleanup ran and the failure is written;
+      // its threads may still be busy, and nothing they do now is wanted.
+      if (code === 130) process.exit(code);
       process.exitCode = code;
     },
     (err) => {

@@ -13,9 +13,17 @@
  * `--help` lists them in.
  */
 import { Command, CommanderError } from 'commander';
-import { DbLockedError, exitCodeFor, IngestError } from '../src/util/errors';
+import { DbLockedError, IngestError } from '../src/util/errors';
 import { readServerRecord } from '../src/server/serverRecord';
 import { packageVersion } from './version';
+import { OutputRequest, outputRequestOf, reportFailure, watchStdout } from './failure';
+import { wroteFinalEventFor } from './commands/progressEvents';
+
+/** The exit codes, at the end of `ingest --help` (the README has them too). */
+const EXIT_CODES_HELP = `
+Exit codes: 0 success; 2 bad input or usage; 3 conflicts found (import under --on-conflict abort, check);
+130 interrupted (SIGINT, SIGTERM); 1 anything else. With --json a failure prints {"error": {"code", "message",
+"exitCode"}} on stdout; with --progress json stderr holds only NDJSON events, the last a "done" or "error" event.`;
 import { registerSstCommands } from './commands/sst';
 import { registerImportCommand } from './commands/import';
 import { registerPlanCommand } from './commands/plan';
@@ -36,14 +44,20 @@ function describeError(err: IngestError): string {
   return `${err.message}: the server at ${record.url} holds it; use --server ${record.url} instead of --db`;
 }
 
-export function buildProgram(): Command {
+/**
+ * The command line. `request` (what argv asked of the output, cli/failure.ts) is read before
+ * parsing: with `--progress json` commander's own usage errors are written as an NDJSON event
+ * by main instead, so that stderr holds only NDJSON lines.
+ */
+export function buildProgram(request: OutputRequest = { json: false, progressJson: false }): Command {
   const program = new Command();
   program
     .name('ingest')
     .description('Bulk SST ingestion and conflict checking on a RocksDB-compatible LSM engine')
     .version(packageVersion(), '-V, --version', 'print the version and exit')
     .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str) });
+    .configureOutput({ outputError: (str, write) => (request.progressJson ? undefined : write(str)) })
+    .addHelpText('after', EXIT_CODES_HELP);
   registerSstCommands(program);
   // Adds `sst ingest` and `sst plan` to the group registered just above.
   registerIngestSstCommands(program);
@@ -57,7 +71,9 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const request = outputRequestOf(argv);
+  const program = buildProgram(request);
+  const stdout = watchStdout();
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
@@ -65,10 +81,13 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) {
       // --help and --version are "errors" to commander; they are successes to a user.
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return 2;
+      const usage = new IngestError('USAGE', err.message.replace(/^error: /, ''));
+      // Commander wrote its message on stderr already, unless NDJSON is all stderr may hold.
+      return reportFailure(usage, usage.message, request, { stdout: stdout.written(), finalEvent: false, line: !request.progressJson });
     }
-    const message = err instanceof IngestError ? `error: ${describeError(err)}` : `error: ${(err as Error).stack ?? String(err)}`;
-    process.stderr.write(`${message}\n`);
-    return exitCodeFor(err);
+    const described = err instanceof IngestError ? describeError(err) : ((err as Error).stack ?? String(err));
+    return reportFailure(err, described, request, { stdout: stdout.written(), finalEvent: wroteFinalEventFor(err), line: false });
+  } finally {
+    stdout.stop();
   }
 }

@@ -7,6 +7,14 @@
 import { Progress } from '../../src/ingest/progress';
 import { IngestError, exitCodeFor } from '../../src/util/errors';
 
+/** Failures whose final event a command wrote (cli/failure.ts writes one for the others). */
+const finalEventWritten = new WeakSet<object>();
+
+/** Whether the command's progress ended with `err`'s error event. */
+export function wroteFinalEventFor(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && finalEventWritten.has(err);
+}
+
 /**
  * Runs `body` (which runs the job and prints its result; it returns the --json document and the
  * failure it will end with, if any), writes the final event, then ends as `body` said.
@@ -18,8 +26,12 @@ export async function withFinalEvent(progress: Progress, body: () => Promise<{ d
   } catch (e) {
     const code = e instanceof IngestError ? e.code : 'INTERNAL';
     progress.finishError(code, (e as Error).message, exitCodeFor(e));
+    if (typeof e === 'object' && e !== null) finalEventWritten.add(e);
     throw e;
   }
   progress.finishDone(outcome.doc, outcome.failure === null ? 0 : exitCodeFor(outcome.failure));
-  if (outcome.failure !== null) throw outcome.failure;
+  if (outcome.failure !== null) {
+    finalEventWritten.add(outcome.failure);
+    throw outcome.failure;
+  }
 }

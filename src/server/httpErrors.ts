@@ -48,6 +48,8 @@ const STATUS_OF_CODE: Readonly<Record<ErrorCode, number>> = {
   CORRUPTION: 500,
   IO: 500,
   NO_SPACE: 507,
+  // A server's own requests are never interrupted by a signal (it drains); a client's are, before it sends anything.
+  INTERRUPTED: 503,
   DB_LOCKED: 500,
   INTERNAL: 500,
 };

@@ -3,7 +3,7 @@
  *
  * Contract: every error the product raises on purpose is an `IngestError` with a stable `code`.
  * The CLI maps codes to exit codes (see `exitCodeFor`): 2 for bad input or usage, 3 for
- * conflicts, 1 for anything else. Messages name the file, offset, line or key involved, because
+ * conflicts, 130 for an interruption (SIGINT, SIGTERM), 1 for anything else. Messages name the file, offset, line or key involved, because
  * users read them in nightly-load logs without a debugger.
  */
 
@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'LATCH_TIMEOUT' // a write or an ingestion waited too long for a span latch (engine/spanLatches.ts)
   | 'IO' // a file system failure
   | 'NO_SPACE' // a full disk (ENOSPC, EDQUOT) or --disk-quota: a clean stop, resumable once space is freed
+  | 'INTERRUPTED' // SIGINT or SIGTERM stopped a command (exit code 130, the shell's for death by SIGINT)
   // Raised by the server (src/server) and rebuilt by its client, so `--server` exits as `--db` would:
   | 'UNAUTHORIZED' // a request without a valid token
   | 'NOT_FOUND' // an unknown route, or a key that is absent
@@ -79,6 +80,8 @@ export function exitCodeFor(err: unknown): number {
         return 2;
       case 'CONFLICT':
         return 3;
+      case 'INTERRUPTED':
+        return 130;
       default:
         return 1;
     }

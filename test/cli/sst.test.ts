@@ -86,7 +86,8 @@ describe('ingest sst', () => {
     expect(v.stderr).toContain(sst);
     const d = await run('sst', 'dump', sst, '--json');
     expect(d.code).toBe(1);
-    expect(d.stdout).toBe('');
+    // No dump: the failure document alone.
+    expect(JSON.parse(d.stdout)).toEqual({ error: { code: 'CORRUPTION', message: expect.stringContaining(sst), exitCode: 1 } });
   });
 
   it('verify rejects a file that is not an SST', async () => {
