@@ -8,12 +8,15 @@
  *      "bytesDone","bytesTotal","rowsPerSecond","bytesPerSecond","etaSeconds"}
  *     {"event":"done","elapsedSeconds","exitCode":0|3,"summary":<the --json document>}
  *     {"event":"error","elapsedSeconds","exitCode","code","message"}
- *   rowsTotal, bytesTotal and etaSeconds are null when unknown (stdin; a phase without a total).
- *   docs/import.md documents each field; the names are stable.
+ *   rowsTotal, bytesTotal and etaSeconds are null when unknown (stdin; a phase without a total);
+ *   the rates are over the last second or more (progressMeter.ts), null in a phase's first
+ *   second. docs/import.md documents each field; the names are stable.
  *
  * Contract: `update` is cheap enough to call from hot loops (it checks the clock and returns);
  * nothing is written when disabled; the final event is written once, by the command.
  */
+
+import { ProgressMeter } from './progressMeter';
 
 const REDRAW_INTERVAL_MS = 200;
 const JSON_INTERVAL_MS = 1000;
@@ -40,16 +43,15 @@ export interface ProgressEvent {
   rowsTotal: number | null;
   bytesDone: number;
   bytesTotal: number | null;
-  rowsPerSecond: number;
-  bytesPerSecond: number;
+  rowsPerSecond: number | null;
+  bytesPerSecond: number | null;
   etaSeconds: number | null;
 }
 
 export class Progress {
   private last = 0;
-  private readonly start = Date.now();
-  private phaseStart = Date.now();
-  private phase = '';
+  private readonly start: number;
+  private readonly meter = new ProgressMeter();
   private drawn = false;
   private finished = false;
   readonly mode: ProgressMode;
@@ -57,8 +59,11 @@ export class Progress {
   constructor(
     enabledOrMode: boolean | ProgressMode,
     private readonly out: NodeJS.WritableStream = process.stderr,
+    /** Milliseconds; a test's fake clock. */
+    private readonly now: () => number = Date.now,
   ) {
     this.mode = typeof enabledOrMode === 'boolean' ? (enabledOrMode ? 'bar' : 'none') : enabledOrMode;
+    this.start = now();
   }
 
   static forStderr(quiet: boolean): Progress {
@@ -74,49 +79,44 @@ export class Progress {
 
   update(s: ProgressState, force = false): void {
     if (this.mode === 'none') return;
-    const now = Date.now();
-    const newPhase = s.phase !== this.phase;
-    if (newPhase) {
-      this.phase = s.phase;
-      this.phaseStart = now;
-    }
+    const now = this.now();
+    const sample = { rowsDone: s.rows, rowsTotal: s.totalRows, bytesDone: s.doneBytes, bytesTotal: s.totalBytes };
+    const newPhase = this.meter.observe(s.phase, sample, now);
     const interval = this.mode === 'json' ? JSON_INTERVAL_MS : REDRAW_INTERVAL_MS;
     // JSON events keep their one-a-second bound even across phase changes.
     const due = this.mode === 'json' ? now - this.last >= interval : newPhase || force || now - this.last >= interval;
     if (!due) return;
     this.last = now;
-    if (this.mode === 'json') this.writeEvent(this.eventOf(s, now));
-    else this.draw(s, now);
+    if (this.mode === 'json') this.writeEvent(this.eventOf(s.phase, now));
+    else this.draw(s.phase, now);
   }
 
-  private eventOf(s: ProgressState, now: number): ProgressEvent {
-    const phaseSeconds = Math.max((now - this.phaseStart) / 1000, 1e-3);
-    const fraction = fractionOf(s);
+  private eventOf(phase: string, now: number): ProgressEvent {
+    const r = this.meter.read(now);
     return {
       event: 'progress',
       // The bar's "parse (2 threads)" is the phase "parse" here: the names scripts match on stay fixed.
-      phase: s.phase.split(' ')[0],
+      phase: phase.split(' ')[0],
       elapsedSeconds: round3((now - this.start) / 1000),
-      phaseSeconds: round3(phaseSeconds),
-      rowsDone: s.rows,
-      rowsTotal: s.totalRows,
-      bytesDone: s.doneBytes,
-      bytesTotal: s.totalBytes,
-      rowsPerSecond: Math.round(s.rows / phaseSeconds),
-      bytesPerSecond: Math.round(s.doneBytes / phaseSeconds),
-      etaSeconds: fraction !== null && fraction > 0 && fraction <= 1 ? round3((phaseSeconds / fraction) * (1 - fraction)) : null,
+      phaseSeconds: round3(r.phaseSeconds),
+      rowsDone: r.rowsDone,
+      rowsTotal: r.rowsTotal,
+      bytesDone: r.bytesDone,
+      bytesTotal: r.bytesTotal,
+      rowsPerSecond: r.rowsPerSecond,
+      bytesPerSecond: r.bytesPerSecond,
+      etaSeconds: r.etaSeconds,
     };
   }
 
-  private draw(s: ProgressState, now: number): void {
-    const seconds = Math.max((now - this.phaseStart) / 1000, 1e-3);
-    const rate = s.rows / seconds;
-    const fraction = fractionOf(s);
-    const parts = [s.phase];
-    if (s.totalBytes !== null) parts.push(`${mib(s.doneBytes)} of ${mib(s.totalBytes)} MiB`);
-    else if (s.doneBytes > 0) parts.push(`${mib(s.doneBytes)} MiB`);
-    parts.push(`${s.rows.toLocaleString('en-US')} rows`, `${Math.round(rate).toLocaleString('en-US')} rows/s`);
-    if (fraction !== null && fraction > 0.01 && fraction < 1) parts.push(`ETA ${Math.round((seconds / fraction) * (1 - fraction))}s`);
+  private draw(phase: string, now: number): void {
+    const r = this.meter.read(now);
+    const parts = [phase];
+    if (r.bytesTotal !== null) parts.push(`${mib(r.bytesDone)} of ${mib(r.bytesTotal)} MiB`);
+    else if (r.bytesDone > 0) parts.push(`${mib(r.bytesDone)} MiB`);
+    parts.push(`${r.rowsDone.toLocaleString('en-US')} rows`);
+    if (r.rowsPerSecond !== null) parts.push(`${r.rowsPerSecond.toLocaleString('en-US')} rows/s`);
+    if (r.etaSeconds !== null) parts.push(`ETA ${Math.round(r.etaSeconds)}s`);
     this.out.write(`\r\x1b[K${parts.join('  ')}`);
     this.drawn = true;
   }
@@ -141,18 +141,12 @@ export class Progress {
     if (this.mode !== 'json' || this.finished) return;
     this.finished = true;
     const { event, ...rest } = fields;
-    this.writeEvent({ event, elapsedSeconds: round3((Date.now() - this.start) / 1000), ...rest });
+    this.writeEvent({ event, elapsedSeconds: round3((this.now() - this.start) / 1000), ...rest });
   }
 
   private writeEvent(event: object): void {
     this.out.write(`${JSON.stringify(event)}\n`);
   }
-}
-
-function fractionOf(s: ProgressState): number | null {
-  if (s.totalBytes !== null && s.totalBytes > 0) return Math.min(1, s.doneBytes / s.totalBytes);
-  if (s.totalRows !== null && s.totalRows > 0) return Math.min(1, s.rows / s.totalRows);
-  return null;
 }
 
 function mib(bytes: number): string {

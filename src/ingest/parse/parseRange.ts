@@ -51,6 +51,9 @@ export function runParseTask(data: RangeParser, buffer: SortBuffer, task: ParseT
   );
   sink.source = task.source;
   const slot = data.workerIndex * 2;
+  // The slot holds the worker's rows over all its ranges: each range adds its own to what the
+  // ones before it left, so the parse's total never goes back when a worker takes a new range.
+  const rowsBefore = progress === null ? 0 : progress[slot + 1];
   let stoppedEarly = false;
   let endOffset = task.startOffset;
   let lineFeeds = 0;
@@ -70,7 +73,7 @@ export function runParseTask(data: RangeParser, buffer: SortBuffer, task: ParseT
         bytes += n;
         if (progress !== null) {
           progress[slot] += n;
-          progress[slot + 1] = sink.rows;
+          progress[slot + 1] = rowsBefore + sink.rows;
         }
       },
     );
