@@ -3,8 +3,9 @@
  * prebuilt external SSTs (ours, or RocksDB's SstFileWriter's) into the engine, and a dry run of
  * the same. The library side is src/engine/ingest/ingestionJob.ts.
  *
- * - ingest: links the files into the database in one atomic step (see Engine.ingestExternalFiles)
- *   and prints where each went. The files themselves are not modified. `--create-if-missing`
+ * - ingest: copies the files into the database in one atomic step (see Engine.ingestExternalFiles)
+ *   and prints where each went. The files themselves are not modified, and by default the
+ *   database never shares them: rewriting one afterwards changes nothing there. `--create-if-missing`
  *   creates the database; otherwise a directory without one is a usage error (exit 2).
  * - plan: the levels and global sequence numbers ingest would choose now, without linking,
  *   flushing or changing anything (the engine does open the database, which starts a new WAL and
@@ -13,7 +14,10 @@
  * (fail instead of flushing a memtable that overlaps a file), --require-bottommost, and
  * --replace-start/--replace-end KEY (delete every existing key in [start, end) in the same atomic
  * step; keys as `ingest get` reads them: UTF-8, or hex with --hex, or typed with --key SPEC).
- * ingest only: --copy (copy the files instead of hard-linking them).
+ * ingest only: --link (hard-link instead of copying: fast and no extra space, but the database
+ * then shares the file, so it must never be changed afterwards), --move (link, then remove the
+ * given paths once the ingestion is committed), --copy (the default, kept for scripts that say
+ * so); at most one of the three. RocksDB's move_files and link_files are the same choices.
  *
  * Exit codes: 0 success; 2 usage or a refused ingestion (overlapping files, not an external SST,
  * requireBottommost or no blocking flush violated); 1 corruption, I/O, a locked database.
@@ -29,7 +33,7 @@ import * as fs from 'fs';
 import { Command } from 'commander';
 import { Engine } from '../../src/engine/engine';
 import { currentFileName } from '../../src/engine/fileNames';
-import { IngestedFile, IngestOptions, PlannedFile } from '../../src/engine/ingest/ingestionJob';
+import { IngestFileMode, IngestedFile, IngestOptions, PlannedFile } from '../../src/engine/ingest/ingestionJob';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
 
@@ -44,7 +48,16 @@ interface IngestSstCliOptions {
   replaceStart?: string;
   replaceEnd?: string;
   copy?: boolean;
+  link?: boolean;
+  move?: boolean;
   createIfMissing?: boolean;
+}
+
+/** --copy (default), --link or --move: at most one. */
+function fileModeOf(o: IngestSstCliOptions): IngestFileMode {
+  const given = (['copy', 'link', 'move'] as const).filter((m) => o[m] === true);
+  if (given.length > 1) throw new IngestError('USAGE', `sst ingest: --${given.join(' and --')} do not go together`);
+  return given[0] ?? 'copy';
 }
 
 /** The engine's ingest options, and the codec (one --key parse per run) that read the replace bounds and prints the files. */
@@ -57,7 +70,6 @@ function ingestOptionsFrom(o: IngestSstCliOptions): { opts: IngestOptions; codec
     verifyChecksums: o.verifyChecksums,
     allowBlockingFlush: o.blockingFlush,
     requireBottommost: o.requireBottommost === true,
-    copyFiles: o.copy === true,
     replaceRange:
       o.replaceStart === undefined || o.replaceEnd === undefined
         ? undefined
@@ -101,8 +113,9 @@ function fileLine(f: PlannedFile, codec: DbTextCodec): string {
 
 async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void> {
   const { opts, codec } = ingestOptionsFrom(o);
+  const fileMode = fileModeOf(o);
   const started = process.hrtime.bigint();
-  const result = await withEngine(o.db, o.createIfMissing === true, (e) => e.ingestExternalFiles(files, opts));
+  const result = await withEngine(o.db, o.createIfMissing === true, (e) => e.ingestExternalFiles(files, { ...opts, fileMode }));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (o.json === true) {
     const out = {
@@ -117,7 +130,7 @@ async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void>
     return;
   }
   for (const f of result.files)
-    process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? '' : ' (copied)'}\n`);
+    process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? ' (linked)' : ''}\n`);
   process.stdout.write(
     `ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`,
   );
@@ -153,9 +166,11 @@ function addSharedOptions(cmd: Command): Command {
 export function registerIngestSstCommands(program: Command): void {
   const sst = program.commands.find((c) => c.name() === 'sst') ?? program.command('sst').description('single SST files');
   addSharedOptions(
-    sst.command('ingest').description('link external SST files into a database atomically').argument('<files...>', 'SST files'),
+    sst.command('ingest').description('copy external SST files into a database atomically').argument('<files...>', 'SST files'),
   )
-    .option('--copy', 'copy the files instead of hard-linking them')
+    .option('--copy', 'copy the files into the database (the default): the database never shares them')
+    .option('--link', 'hard-link the files instead of copying them: never change them afterwards, the database reads them')
+    .option('--move', 'hard-link the files, then remove the given paths once the ingestion is committed')
     .option('--create-if-missing', 'create the database if there is none')
     .action((files: string[], o: IngestSstCliOptions) => runIngest(files, o));
   addSharedOptions(

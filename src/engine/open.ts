@@ -145,6 +145,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     const state: ManifestState = recovered?.state ?? emptyManifestState();
     state.comparator = BYTEWISE_COMPARATOR_NAME;
     const names = fs.readdirSync(dir);
+    checkLiveTableSizes(dir, state);
     refuseUnsupportedOptions(dir, names, () => anyMergeOperands(dir, state));
     const logsToReplay = reserveFileNumbers(state, names);
 
@@ -333,6 +334,33 @@ function deleteUnreferencedFiles(dir: string, versions: VersionSet, names: reado
     if (obsolete) removeIfExists(path.join(dir, name));
   }
   assert(fs.existsSync(manifestFileName(dir, manifestNumber)), 'the live manifest exists');
+}
+
+/**
+ * Every table the MANIFEST names is there at the size it records: a table changed or truncated
+ * behind the database's back (a file an ingestion linked and its owner then rewrote) would
+ * otherwise read as other data or fail deep in a read. CORRUPTION naming the file, as RocksDB's
+ * "file is too short" or size-mismatch check does at open. One stat per table.
+ */
+function checkLiveTableSizes(dir: string, state: ManifestState): void {
+  for (const level of state.levels) {
+    for (const file of level.values()) {
+      const name = tableFileName(dir, file.fileNumber);
+      let size: number;
+      try {
+        size = fs.statSync(name).size;
+      } catch (err) {
+        throw new IngestError('CORRUPTION', `table ${name}, named by the MANIFEST, cannot be read: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      if (size !== file.fileSizeBytes)
+        throw new IngestError(
+          'CORRUPTION',
+          `table ${name} is ${size} bytes but the MANIFEST records ${file.fileSizeBytes}: it was changed or truncated outside the database`,
+        );
+    }
+  }
 }
 
 /**

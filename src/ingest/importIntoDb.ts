@@ -415,6 +415,9 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const paths = summary.outputFiles.map((f) => f.path);
     const replaceRange = resolveReplaceRange(o.replaceRange, summary);
     const ingestOptions: IngestOptions = {
+      // The import's own SSTs, in its private directory, which goes once they are in: nothing
+      // else holds them, so they are linked, not copied.
+      fileMode: 'link',
       verifyChecksums: o.verifyChecksums ?? o.prebuilt !== undefined,
       allowBlockingFlush: o.allowBlockingFlush,
       replaceRange,

@@ -38,8 +38,8 @@ test('plan, then ingest, prebuilt SSTs; JSON describes where each file went', as
   expect(
     r1.files.map((f: { path: string; level: number; globalSeqno: number; linked: boolean }) => [f.path, f.level, f.globalSeqno, f.linked]),
   ).toEqual([
-    [a, 6, 0, true],
-    [b, 6, 0, true],
+    [a, 6, 0, false],
+    [b, 6, 0, false],
   ]);
   expect(r1.files[0]).toMatchObject({
     smallestHex: Buffer.from('a1').toString('hex'),
@@ -97,7 +97,7 @@ describeIfRocksdb('SSTs RocksDB wrote with its default options', () => {
     const ingested = await run('sst', 'ingest', rocks, '--db', db, '--create-if-missing', '--json');
     expect(ingested.stderr).toBe('');
     expect(ingested.code).toBe(0);
-    expect(JSON.parse(ingested.stdout).files[0]).toMatchObject({ path: rocks, linked: true });
+    expect(JSON.parse(ingested.stdout).files[0]).toMatchObject({ path: rocks, linked: false });
 
     const csv = path.join(dir, 'ours.csv');
     fs.writeFileSync(csv, 's1,zstd row\ns2,another zstd row\n');

@@ -8,8 +8,8 @@
  *    inspectFiles.ts) and compute its bounds, range tombstones included. Sort
  *    the files by smallest key; two that share a user key are refused (INVALID_ARGUMENT): one
  *    call adds one consistent set of keys, with no order among its files.
- * 2. Stage: hard-link each file into the database directory under a new file number (copy when
- *    linking fails, e.g. across file systems, or always with copyFiles), fsync it, and check it is
+ * 2. Stage: copy each file into the database directory under a new file number (or hard-link it
+ *    with fileMode link or move; a copy when linking fails, e.g. across file systems), fsync it, and check it is
  *    still the file inspected. With replaceRange, write the tombstone table (replaceRange.ts).
  *    Nothing refers to the staged files yet: a crash leaves unreferenced tables, which the next
  *    open deletes; a failure deletes them at once. The external files are never modified.
@@ -67,11 +67,20 @@ export interface IngestOptions {
   verifyWorkerNiceness?: number;
   /** Fail unless every file goes to the bottom level (default false). */
   requireBottommost?: boolean;
-  /** Copy the files instead of hard-linking them (default false: link, copy if linking fails). */
-  copyFiles?: boolean;
+  /**
+   * How an external file enters the database (default 'copy', as RocksDB's move_files=false):
+   * - copy: the database holds a copy; the caller's file stays the caller's, to change or delete;
+   * - link: a hard link (a copy where linking fails, e.g. across file systems); the file is then
+   *   shared, and rewriting it changes the database: only for files nothing else will touch
+   *   (the import's own SSTs);
+   * - move: linked as `link`, and the caller's path removed once the ingestion is committed.
+   */
+  fileMode?: IngestFileMode;
   /** Delete every existing key in [start, end) in the same atomic step (see replaceRange.ts). */
   replaceRange?: ReplaceRange;
 }
+
+export type IngestFileMode = 'copy' | 'link' | 'move';
 
 /** Where one file goes. */
 export interface PlannedFile {
@@ -298,6 +307,20 @@ async function stageExternalFile(dir: string, fileNumber: number, info: External
   return linked;
 }
 
+/**
+ * fileMode 'move', after the commit: the caller's paths go (the database holds the files under
+ * its own names). A source that cannot be removed stays, with no effect on the database.
+ */
+function removeMovedSources(infos: readonly ExternalFileInfo[]): void {
+  for (const info of infos) {
+    try {
+      removeIfExists(info.path);
+    } catch {
+      // The ingestion is committed; a leftover source is the caller's to remove.
+    }
+  }
+}
+
 /** Ingests the files atomically; see the module comment. */
 export async function ingestExternalFiles(
   host: IngestionHost,
@@ -353,7 +376,7 @@ export async function ingestInspected(
     for (const info of infos) {
       const s: StagedFile = { candidate: candidatesOf([info], undefined)[0], fileNumber: host.newFileNumber(), linked: false };
       staged.push(s);
-      s.linked = await stageExternalFile(host.dir, s.fileNumber, info, opts.copyFiles === true);
+      s.linked = await stageExternalFile(host.dir, s.fileNumber, info, (opts.fileMode ?? 'copy') === 'copy');
     }
 
     // Step 3.
@@ -411,6 +434,7 @@ export async function ingestInspected(
     decisions.forEach((d, i) => {
       if (!d.used) removeIfExists(tableFileName(host.dir, staged[i].fileNumber));
     });
+    if (opts.fileMode === 'move') removeMovedSources(infos);
     return { files, memtableFlushes, writesStopped: resumeWrites !== null, lastSequence: host.lastSequence() };
   } catch (err) {
     // Before the install nothing names the staged files. After a failed install the manifest

@@ -84,12 +84,12 @@ describe('level placement', () => {
       [path.basename(f2), BOTTOM, 0],
     ]);
     expect(r.memtableFlushes).toBe(0);
-    expect(r.files.every((f) => f.linked)).toBe(true);
+    // Copied by default (RocksDB's move_files=false): the source is untouched and not shared.
+    expect(r.files.every((f) => !f.linked)).toBe(true);
     expect(e.lastSequence).toBe(0);
     expect(e.levelFiles()[BOTTOM].map((f) => f.fileNumber)).toEqual(r.files.map((f) => f.fileNumber));
     expect(['a', 'b', 'c', 'd'].map((k) => str(e.get(b(k))))).toEqual(['1', '2', '3', '4']);
-    // Hard-linked: the source is untouched and shares the inode.
-    expect(fs.statSync(f1).nlink).toBe(2);
+    expect(fs.statSync(f1).nlink).toBe(1);
     await e.close();
   });
 
@@ -410,15 +410,53 @@ describe('validation', () => {
     await e.close();
   });
 
-  test('copyFiles copies instead of linking', async () => {
+  test('a copied file (the default) can be rewritten or removed afterwards: the database keeps its own', async () => {
     const e = await open();
-    const f = sst({ a: '1' });
-    const r = await e.ingestExternalFiles([f], { copyFiles: true });
+    const f = sst({ a: '1', b: '2' });
+    const r = await e.ingestExternalFiles([f], { fileMode: 'copy' });
     expect(r.files[0].linked).toBe(false);
     expect(fs.statSync(f).nlink).toBe(1);
-    fs.rmSync(f);
+    // The owner rewrites its file with other rows, then truncates it: nothing changes in the database.
+    fs.copyFileSync(sst({ a: 'rewritten', c: '3' }), f);
     expect(str(e.get(b('a')))).toBe('1');
+    expect(e.get(b('c'))).toBeNull();
+    fs.truncateSync(f, 10);
     await e.close();
+    const again = await open();
+    expect(['a', 'b'].map((k) => str(again.get(b(k))))).toEqual(['1', '2']);
+    await again.close();
+  });
+
+  test('link shares the file (hard link); move links it and removes the given path once committed', async () => {
+    const e = await open();
+    const linkedFile = sst({ a: '1' });
+    const linked = await e.ingestExternalFiles([linkedFile], { fileMode: 'link' });
+    expect(linked.files[0].linked).toBe(true);
+    expect(fs.statSync(linkedFile).nlink).toBe(2);
+    const moved = sst({ m: '2' });
+    const r = await e.ingestExternalFiles([moved], { fileMode: 'move' });
+    expect(r.files[0].linked).toBe(true);
+    expect(fs.existsSync(moved)).toBe(false);
+    expect(str(e.get(b('m')))).toBe('2');
+    await e.close();
+  });
+
+  test('a table changed behind the database (a linked file truncated by its owner) is refused at open, named', async () => {
+    const e = await open();
+    const f = sst({ a: '1', b: '2' });
+    const r = await e.ingestExternalFiles([f], { fileMode: 'link' });
+    await e.close();
+    fs.truncateSync(f, 64);
+    const table = path.join(dbDir, `${String(r.files[0].fileNumber).padStart(6, '0')}.sst`);
+    await expect(open()).rejects.toMatchObject({
+      code: 'CORRUPTION',
+      message: expect.stringContaining(`table ${table} is 64 bytes but the MANIFEST records`),
+    });
+    fs.rmSync(table);
+    await expect(open()).rejects.toMatchObject({
+      code: 'CORRUPTION',
+      message: expect.stringContaining(`table ${table}, named by the MANIFEST, cannot be read`),
+    });
   });
 });
 
