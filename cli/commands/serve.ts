@@ -30,6 +30,8 @@ interface ServeCliOptions {
   maxConnections?: string;
   maxValueSize?: string;
   maxImportSize?: string;
+  maxImportThreads?: string;
+  maxImportMemory?: string;
   requestTimeout?: string;
   drainTimeout?: string;
 }
@@ -52,6 +54,8 @@ function limitsOf(o: ServeCliOptions): Partial<ServerLimits> {
   set('maxConnections', integerOption(o.maxConnections, '--max-connections', 1, 65536));
   set('maxValueBytes', o.maxValueSize === undefined ? undefined : parseByteSize(o.maxValueSize, '--max-value-size'));
   set('maxImportBodyBytes', o.maxImportSize === undefined ? undefined : parseByteSize(o.maxImportSize, '--max-import-size'));
+  set('maxImportThreads', integerOption(o.maxImportThreads, '--max-import-threads', 1, 64));
+  set('maxImportMemoryBytes', o.maxImportMemory === undefined ? undefined : parseByteSize(o.maxImportMemory, '--max-import-memory'));
   set('requestTimeoutMs', integerOption(o.requestTimeout, '--request-timeout', 1, 3600_000));
   set('drainTimeoutMs', integerOption(o.drainTimeout, '--drain-timeout', 0, 3600_000));
   return out;
@@ -103,6 +107,14 @@ export function registerServeCommand(program: Command): void {
     .option('--max-connections <n>', `open connections (default ${DEFAULT_LIMITS.maxConnections})`)
     .option('--max-value-size <size>', `largest value (default ${DEFAULT_LIMITS.maxValueBytes >> 20}MiB)`)
     .option('--max-import-size <size>', `largest CSV body of an import, decoded (default ${DEFAULT_LIMITS.maxImportBodyBytes >> 30}GiB)`)
+    .option(
+      '--max-import-threads <n>',
+      `most parse or merge threads an import request may ask for (default ${DEFAULT_LIMITS.maxImportThreads}: the cores)`,
+    )
+    .option(
+      '--max-import-memory <size>',
+      `largest --memory-limit an import request may ask for (default ${DEFAULT_LIMITS.maxImportMemoryBytes >> 20}MiB)`,
+    )
     .option('--request-timeout <ms>', `time limit of a request that is not an import (default ${DEFAULT_LIMITS.requestTimeoutMs})`)
     .option('--drain-timeout <ms>', `how long SIGTERM waits for in-flight requests (default ${DEFAULT_LIMITS.drainTimeoutMs})`)
     .action((o: ServeCliOptions) => serveCommand(o));

@@ -6,6 +6,8 @@
  * Keys travel in the URL path, which Node caps with the header size: maxHeaderBytes is sized so
  * a maximal key fits percent-encoded (3 characters a byte) with room for the rest of the request.
  */
+import * as os from 'os';
+
 /** Where `ingest serve` listens unless told: loopback only (anything else needs a token). */
 export const DEFAULT_PORT = 7420;
 export const DEFAULT_HOST = '127.0.0.1';
@@ -27,6 +29,19 @@ export interface ServerLimits {
   /** Largest total upload of POST /v1/imports/sst, and most files in it. */
   maxUploadBytes: number;
   maxUploadFiles: number;
+  /**
+   * Bounds on an import request's own options (importQuery.ts): parse and merge threads each at
+   * most maxImportThreads, --memory-limit at most maxImportMemoryBytes, --target-file-size at
+   * least minImportTargetFileBytes (a 1-byte target made 20,000 SSTs and ran out of file
+   * descriptors), --block-size within [1 KiB, maxImportBlockBytes], --max-bad-rows and
+   * --max-reported at most maxImportKeptRows (each kept bad row or reported conflict is held
+   * in memory). A request over one is 400 naming the option and the limit.
+   */
+  maxImportThreads: number;
+  maxImportMemoryBytes: number;
+  minImportTargetFileBytes: number;
+  maxImportBlockBytes: number;
+  maxImportKeptRows: number;
   /** Imports (CSV or SST) running at once; more wait in a queue of maxQueuedImports, beyond which 429. */
   maxConcurrentImports: number;
   maxQueuedImports: number;
@@ -62,6 +77,12 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   maxImportBodyBytes: 64 * GiB,
   maxUploadBytes: 64 * GiB,
   maxUploadFiles: 10_000,
+  // The threads the machine has: more only queue for the same cores, each with its share of memory.
+  maxImportThreads: Math.max(1, Math.min(16, os.availableParallelism())),
+  maxImportMemoryBytes: 1 * GiB,
+  minImportTargetFileBytes: 1 * MiB,
+  maxImportBlockBytes: 4 * MiB,
+  maxImportKeptRows: 1_000_000,
   maxConcurrentImports: 1,
   maxQueuedImports: 8,
   maxConnections: 1024,

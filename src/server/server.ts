@@ -56,6 +56,9 @@ export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/** How long a refused request's socket stays after its error reply, for the reply to arrive (onClientError). */
+const CLIENT_ERROR_LINGER_MS = 1000;
+
 export class IngestServer {
   private readonly http: http.Server;
   private readonly routes: ReturnType<typeof routeTable>;
@@ -81,6 +84,9 @@ export class IngestServer {
       {
         maxHeaderSize: limits.maxHeaderBytes,
         headersTimeout: limits.headersTimeoutMs,
+        // Node enforces the header timeout only when it checks its connections (every 30 s by
+        // default): checked at a quarter of the timeout, a silent client is cut within 25% of it.
+        connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
         requestTimeout: limits.importTimeoutMs,
         keepAliveTimeout: limits.keepAliveTimeoutMs,
       },
@@ -159,6 +165,12 @@ export class IngestServer {
     socket.end(
       `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
+    // end() only half-closes: a client that never closes its side (a slow-loris that sent half a
+    // request line) would keep the socket, and its connection slot, for as long as it likes.
+    // The reply gets CLIENT_ERROR_LINGER_MS to reach the client, then the socket goes.
+    const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
+    linger.unref();
+    socket.once('close', () => clearTimeout(linger));
   }
 
   // --- requests ------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ export function runServerImport(ctx: RequestContext, options: DbImportOptions): 
 }
 
 export async function postImport(ctx: RequestContext): Promise<void> {
-  const request = importRequestOf(ctx.query, 'request body');
+  const request = importRequestOf(ctx.query, 'request body', ctx.limits);
   await ctx.imports.run(async () => {
     const scratch = makeRequestScratchDir(ctx.engine.dir);
     try {

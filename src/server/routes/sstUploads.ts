@@ -196,7 +196,7 @@ function uploadSummaryOf(infos: ExternalFileInfo[], dir: string): ImportSummary 
 }
 
 export async function postSstUpload(ctx: RequestContext): Promise<void> {
-  const request = importRequestOf(ctx.query, 'upload');
+  const request = importRequestOf(ctx.query, 'upload', ctx.limits);
   await ctx.imports.run(async () => {
     const scratch = makeRequestScratchDir(ctx.engine.dir);
     try {

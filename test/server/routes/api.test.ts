@@ -15,7 +15,7 @@ import * as path from 'path';
 import * as zlib from 'zlib';
 import { Engine } from '../../../src/engine/engine';
 import { IngestServer } from '../../../src/server/server';
-import { ServerLimits } from '../../../src/server/limits';
+import { DEFAULT_LIMITS, ServerLimits } from '../../../src/server/limits';
 import { ScanEntry, csvOf, entriesAsMap, expectError, multipartOf, scanAll as scanAllOf, send, tmpDir, writeSst } from '../helpers';
 
 const LIMITS: Partial<ServerLimits> = {
@@ -487,6 +487,15 @@ test('CSV imports: 200 lands; 409 lists the conflicts and ingests nothing; gzip;
     expectError(await importPost(u, '?frobnicate=1', 'a,1\n'), 400, 'USAGE', 'unknown import option frobnicate');
     expectError(await importPost(u, '?mode=apply', 'a,1\n'), 400, 'USAGE', 'mode must be import, plan or check, got "apply"');
     expectError(await importPost(u, '?header=maybe', 'a,1\n'), 400, 'USAGE', 'query parameter header is a flag');
+    // The server's bounds on what one request may ask of it (ServerLimits): each refused before the body is read.
+    const threads = DEFAULT_LIMITS.maxImportThreads;
+    expectError(await importPost(u, `?threads=${threads + 1}`, 'a,1\n'), 400, 'USAGE', `import option threads=${threads + 1} is over`);
+    expectError(await importPost(u, '?merge-threads=1000', 'a,1\n'), 400, 'USAGE', 'import option merge-threads=1000 is over');
+    expectError(await importPost(u, '?memory-limit=200GiB', 'a,1\n'), 400, 'USAGE', 'import option memory-limit=200GiB is over');
+    expectError(await importPost(u, '?target-file-size=1', 'a,1\n'), 400, 'USAGE', 'import option target-file-size=1 is over');
+    expectError(await importPost(u, '?block-size=1', 'a,1\n'), 400, 'USAGE', 'import option block-size=1 is over');
+    expectError(await importPost(u, '?max-bad-rows=1000000000', 'a,1\n'), 400, 'USAGE', 'import option max-bad-rows=1000000000 is over');
+    expectError(await importPost(u, '?memory-limit=lots', 'a,1\n'), 400, 'USAGE', '--memory-limit must be a size');
     expect(await scanAll(u)).toEqual(afterGood);
     expect(s.engine.lastSequence).toBe(seq2);
     expect(fs.readdirSync(s.engine.dir).filter((f) => f.startsWith('.import-tmp'))).toEqual([]);
