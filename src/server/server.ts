@@ -65,6 +65,8 @@ export class IngestServer {
   private readonly imports: ImportQueue;
   private readonly tokenCheck: TokenCheck | null;
   private readonly sockets = new Set<Socket>();
+  /** Per connection, the request being handled: a pipelined request starts once the one before it is done. */
+  private readonly lastOnSocket = new WeakMap<Socket, Promise<void>>();
   private readonly inFlight = new Set<Promise<void>>();
   private draining = false;
   private closePromise: Promise<void> | null = null;
@@ -90,7 +92,7 @@ export class IngestServer {
         requestTimeout: limits.importTimeoutMs,
         keepAliveTimeout: limits.keepAliveTimeoutMs,
       },
-      (req, res) => this.track(this.handle(req, res)),
+      (req, res) => this.track(this.handleInOrder(req, res)),
     );
     this.http.maxConnections = limits.maxConnections;
     this.http.on('connection', (socket: Socket) => {
@@ -174,6 +176,21 @@ export class IngestServer {
   }
 
   // --- requests ------------------------------------------------------------------------------------
+
+  /**
+   * Requests of one connection are applied in the order they came: Node hands over a pipelined
+   * request while the one before it still runs (a PUT still reading its body, then a DELETE of
+   * the same key, was applied DELETE first), and orders only the responses. Each request starts
+   * once the one before it on its socket has been answered; other connections are not held up.
+   */
+  private handleInOrder(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const socket = req.socket;
+    const before = this.lastOnSocket.get(socket);
+    const mine = before === undefined ? this.handle(req, res) : before.then(() => this.handle(req, res));
+    const settled = mine.catch(() => undefined);
+    this.lastOnSocket.set(socket, settled);
+    return mine;
+  }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.requests++;
