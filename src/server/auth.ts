@@ -5,7 +5,9 @@
  * timing), and the reason for a 401 does not say how the token was wrong beyond missing/invalid.
  *
  * Token file: its first line, trimmed; at least MIN_TOKEN_CHARS characters, at most
- * MAX_TOKEN_CHARS (a file that is too short to be a secret is refused at start-up).
+ * MAX_TOKEN_CHARS, each printable ASCII without spaces (what a Bearer header can carry: a token
+ * with a space or a non-ASCII character could never authenticate). Anything else is refused at
+ * start-up, by the server and by a client reading the same file.
  */
 import * as fs from 'fs';
 import { createHash, timingSafeEqual } from 'crypto';
@@ -24,10 +26,20 @@ export function readTokenFile(file: string): string {
     throw new IngestError('USAGE', `cannot read the token file ${file}: ${(err as Error).message}`);
   }
   const token = (text.split(/\r?\n/)[0] ?? '').trim();
-  if (token.length < MIN_TOKEN_CHARS || token.length > MAX_TOKEN_CHARS) {
-    throw new IngestError('USAGE', `the token in ${file} must be ${MIN_TOKEN_CHARS}..${MAX_TOKEN_CHARS} characters on its first line`);
-  }
+  checkTokenText(token, `the token in ${file}`);
   return token;
+}
+
+/** Printable ASCII, no spaces: the characters a `Bearer` header's token may hold. */
+const TOKEN_TEXT = /^[\x21-\x7e]+$/;
+
+/** Refuses a token that is too short or long, or that no Authorization header could carry (USAGE). */
+export function checkTokenText(token: string, what: string): void {
+  if (token.length < MIN_TOKEN_CHARS || token.length > MAX_TOKEN_CHARS) {
+    throw new IngestError('USAGE', `${what} must be ${MIN_TOKEN_CHARS}..${MAX_TOKEN_CHARS} characters on its first line`);
+  }
+  if (!TOKEN_TEXT.test(token))
+    throw new IngestError('USAGE', `${what} must be printable ASCII without spaces: a Bearer header cannot carry it otherwise`);
 }
 
 function digestOf(text: string): Buffer {
@@ -38,6 +50,7 @@ export class TokenCheck {
   private readonly expected: Buffer;
 
   constructor(token: string) {
+    checkTokenText(token, 'the token');
     this.expected = digestOf(token);
   }
 

@@ -26,7 +26,7 @@ import { AddressInfo, Socket } from 'net';
 import { Engine, EngineOptions } from '../engine/engine';
 import { IngestError } from '../util/errors';
 import { DEFAULT_HOST, DEFAULT_LIMITS, DEFAULT_PORT, ServerLimits } from './limits';
-import { TokenCheck } from './auth';
+import { TokenCheck, checkTokenText } from './auth';
 import { ImportQueue } from './importQueue';
 import { HttpError, RETRY_AFTER_SECONDS, errorReplyOf } from './httpErrors';
 import { RequestContext, queryFlag } from './requestContext';
@@ -108,6 +108,7 @@ export class IngestServer {
     if (!isLoopbackHost(host) && opts.token === undefined) {
       throw new IngestError('USAGE', `binding ${host} (not a loopback address) needs a token: --token-file F`);
     }
+    if (opts.token !== undefined) checkTokenText(opts.token, 'the token');
     const limits = { ...DEFAULT_LIMITS, ...opts.limits };
     const engine = await Engine.open(opts.dbDir, { ...opts.engine, sync: opts.sync === true });
     const server = new IngestServer(engine, limits, opts);
@@ -200,9 +201,13 @@ export class IngestServer {
       if (this.inFlight.size > this.limits.maxInFlightRequests) {
         throw new HttpError(429, 'BUSY', `${this.inFlight.size} requests in flight, the most this server takes`);
       }
-      const ctx = this.contextOf(req, res);
-      const route = ctx.route;
+      // The token before anything of the request is read: an unauthenticated client learns
+      // nothing about its query (401, not a 400 describing it).
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const { route, param } = resolveRoute(this.routes, req.method ?? 'GET', q < 0 ? url : url.slice(0, q));
       if (!route.public && this.tokenCheck !== null) this.tokenCheck.check(req);
+      const ctx = this.contextOf(req, res, route, param, q < 0 ? '' : url.slice(q + 1));
       timer = this.deadline(ctx, route.isImport ? this.limits.importTimeoutMs : this.limits.requestTimeoutMs);
       await route.handler(ctx);
     } catch (err) {
@@ -212,12 +217,14 @@ export class IngestServer {
     }
   }
 
-  private contextOf(req: http.IncomingMessage, res: http.ServerResponse): RequestContext & { route: Route } {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const rawPath = q < 0 ? url : url.slice(0, q);
-    const { route, param } = resolveRoute(this.routes, req.method ?? 'GET', rawPath);
-    const query = parseQuery(q < 0 ? '' : url.slice(q + 1), MAX_QUERY_PARAMETERS);
+  private contextOf(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    route: Route,
+    param: RequestContext['param'],
+    rawQuery: string,
+  ): RequestContext & { route: Route } {
+    const query = parseQuery(rawQuery, MAX_QUERY_PARAMETERS);
     return {
       req,
       res,

@@ -18,6 +18,7 @@ import * as http from 'http';
 import * as path from 'path';
 import * as zlib from 'zlib';
 import { IngestServer } from '../../src/server/server';
+import { readTokenFile } from '../../src/server/auth';
 import { ServerLimits } from '../../src/server/limits';
 import { mulberry32 } from '../../src/util/random';
 import { Reply, csvOf, errorOf, expectError, multipartOf, rawExchange, scanAll, send, tmpDir, writeSst } from './helpers';
@@ -452,6 +453,27 @@ test('missing or wrong tokens: 401 on every route but healthz', async () => {
     );
   }
   expect((await send(server.url, { path: '/healthz', agent })).status).toBe(200);
+  // The token is checked before the query is read: a bad query without the token is 401, not a 400 describing it.
+  for (const query of ['?limit=ten', '?p=%zz', `?${Array.from({ length: 65 }, (_, j) => `p${j}=1`).join('&')}`]) {
+    await expectRejected(
+      'token before query',
+      send(server.url, { path: `/v1/scan${query}`, agent }),
+      401,
+      'UNAUTHORIZED',
+      'missing Authorization',
+    );
+  }
+});
+
+test('a token no Bearer header can carry is refused at start-up, from a file or the library', async () => {
+  const file = path.join(root, 'token-with-space');
+  for (const bad of ['a token with spaces inside it', 'jeton-accentué-0123456789']) {
+    fs.writeFileSync(file, `${bad}\n`);
+    expect(() => readTokenFile(file)).toThrow(/must be printable ASCII without spaces/);
+    await expect(IngestServer.start({ dbDir: path.join(root, 'db-token'), port: 0, token: bad })).rejects.toMatchObject({ code: 'USAGE' });
+  }
+  fs.writeFileSync(file, `${TOKEN}\n`);
+  expect(readTokenFile(file)).toBe(TOKEN);
 });
 
 test('corrupt SST uploads: bit flips at random offsets and truncations of a real SST are 422 naming the file', async () => {
