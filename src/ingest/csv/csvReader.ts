@@ -15,7 +15,7 @@
  */
 import * as fs from 'fs';
 import { Readable } from 'stream';
-import type { CsvError } from 'csv-parse';
+import type { CsvError, Options } from 'csv-parse';
 import { IngestError } from '../../util/errors';
 import { CsvDialect, dialectBytes } from './csvDialect';
 import { CsvTokenizer, RecordSink } from './csvTokenizer';
@@ -241,12 +241,24 @@ export async function readCsvWithCsvParse(
   sink: RecordSink,
   opts: ReadOptions = {},
 ): Promise<number> {
-  const readBufferBytes = opts.readBufferBytes ?? DEFAULT_READ_BUFFER_BYTES;
-  const lineOffset = dialect.skipLines;
-  let badError: unknown = null;
-  let crlfSurplus = 0;
-  const index = new LineFeedIndex();
-  const parser = csvParseModule().parse({
+  const records = new CsvParseRecords(sink, dialect.skipLines);
+  const parser = csvParseModule().parse(csvParseOptions(dialect, (err, raw) => records.skip(err, raw)));
+  const input = Readable.from(csvParseInput(source, dialect, opts, records.lineFeeds));
+  input.on('error', (e) => parser.destroy(e)); // pipe() does not forward errors
+  try {
+    for await (const item of input.pipe(parser)) {
+      const { record, info } = item as { record: string[]; info: { bytes: number } };
+      records.add(record, info.bytes);
+    }
+  } catch (e) {
+    throw records.failure(e, source.name);
+  }
+  return records.lastLine;
+}
+
+/** csv-parse's options for `dialect`, with `onSkip` called for each malformed record. */
+function csvParseOptions(dialect: CsvDialect, onSkip: (err: CsvError | undefined, raw: string | undefined) => undefined): Options {
+  return {
     delimiter: dialect.delimiter,
     quote: dialect.quote === '' ? false : dialect.quote,
     escape: dialect.escape === '' ? null : dialect.escape,
@@ -262,87 +274,119 @@ export async function readCsvWithCsvParse(
     raw: true,
     max_record_size: MAX_RECORD_BYTES,
     skip_records_with_error: true,
-    on_skip: (err: CsvError | undefined, raw: string | undefined): undefined => {
-      try {
-        const text = Buffer.from(raw ?? '', 'utf8');
-        const lines = (err as (CsvError & { lines?: number }) | undefined)?.lines ?? 0;
-        sink.badRecord(lineOffset + lines - crlfSurplus, err?.message ?? 'malformed record', text, 0, text.length);
-      } catch (e) {
-        badError = e;
-        throw e;
-      }
-      return undefined;
-    },
-  });
+    on_skip: onSkip,
+  };
+}
 
-  async function* bytes(): AsyncGenerator<Buffer> {
-    const w = new Window(readBufferBytes);
-    const preamble = new Preamble(dialect.skipLines);
-    let eof = false;
-    let inPreamble = true;
-    while (!eof) {
-      w.start = 0;
-      w.end = 0;
-      const n = await source.read(w.buf, 0, w.buf.length);
-      if (n === 0) eof = true;
-      w.end = n;
-      opts.onProgress?.(source.consumedBytes());
-      if (inPreamble) {
-        if (!preamble.consume(w, eof)) continue;
-        inPreamble = false;
-      }
-      if (w.end > w.start) {
-        const chunk = Buffer.from(w.buf.subarray(w.start, w.end)); // csv-parse may hold on to it
-        index.add(chunk);
-        yield chunk;
-      }
+/**
+ * The input's chunks for csv-parse, past its preamble (byte-order mark, skipped lines), each a
+ * copy (csv-parse may hold on to it) also added to `lineFeeds` for the records' lines.
+ */
+async function* csvParseInput(
+  source: ByteSource,
+  dialect: CsvDialect,
+  opts: ReadOptions,
+  lineFeeds: LineFeedIndex,
+): AsyncGenerator<Buffer> {
+  const w = new Window(opts.readBufferBytes ?? DEFAULT_READ_BUFFER_BYTES);
+  const preamble = new Preamble(dialect.skipLines);
+  let eof = false;
+  let inPreamble = true;
+  while (!eof) {
+    w.start = 0;
+    w.end = 0;
+    const n = await source.read(w.buf, 0, w.buf.length);
+    if (n === 0) eof = true;
+    w.end = n;
+    opts.onProgress?.(source.consumedBytes());
+    if (inPreamble) {
+      if (!preamble.consume(w, eof)) continue;
+      inPreamble = false;
+    }
+    if (w.end > w.start) {
+      const chunk = Buffer.from(w.buf.subarray(w.start, w.end));
+      lineFeeds.add(chunk);
+      yield chunk;
     }
   }
+}
 
-  const scratch = { buf: Buffer.allocUnsafe(4096) };
-  let starts = new Int32Array(64);
-  let ends = new Int32Array(64);
-  let unescape = new Uint8Array(64);
-  let lastLine = lineOffset;
-  const input = Readable.from(bytes());
-  input.on('error', (e) => parser.destroy(e)); // pipe() does not forward errors
-  try {
-    for await (const item of input.pipe(parser)) {
-      const { record: texts, info } = item as { record: string[]; info: { bytes: number } };
-      const record = texts.map((t) => Buffer.from(t, 'utf8'));
-      if (record.length > starts.length) {
-        starts = new Int32Array(record.length * 2);
-        ends = new Int32Array(record.length * 2);
-        unescape = new Uint8Array(record.length * 2);
-      }
-      let total = 0;
-      let innerLineFeeds = 0;
-      for (const f of record) {
-        total += f.length;
-        for (let p = f.indexOf(LF); p >= 0; p = f.indexOf(LF, p + 1)) {
-          innerLineFeeds++;
-          if (p > 0 && f[p - 1] === CR) crlfSurplus++;
-        }
-      }
-      if (total > scratch.buf.length) scratch.buf = Buffer.allocUnsafe(Math.max(total, scratch.buf.length * 2));
-      let p = 0;
-      for (let i = 0; i < record.length; i++) {
-        starts[i] = p;
-        p += record[i].copy(scratch.buf, p);
-        ends[i] = p;
-      }
-      // info.bytes is the offset after the record's line end (if it has one).
-      const endsWithLf = index.byteBefore(info.bytes) === LF;
-      const lineFeeds = index.lineFeedsBefore(info.bytes) - (endsWithLf ? 1 : 0);
-      const line = lineOffset + 1 + lineFeeds - innerLineFeeds;
-      lastLine = lineOffset + 1 + lineFeeds;
-      sink.record(scratch.buf, record.length, starts, ends, unescape, line, 0, p);
+/**
+ * The csv-parse path's side of the sink: each record's fields (strings) back to bytes in a
+ * scratch buffer with its line (see readCsvWithCsvParse), each malformed record reported, and
+ * what a failure is reported as.
+ */
+class CsvParseRecords {
+  /** LF counts of the input handed to csv-parse. */
+  readonly lineFeeds = new LineFeedIndex();
+  /** The line after the last record. */
+  lastLine: number;
+  /** CRLFs seen inside records: csv-parse's line counter counts each as two lines. */
+  private crlfSurplus = 0;
+  /** What the sink threw from badRecord (csv-parse wraps errors thrown in on_skip). */
+  private badError: unknown = null;
+  private scratch = Buffer.allocUnsafe(4096);
+  private starts = new Int32Array(64);
+  private ends = new Int32Array(64);
+  private unescape = new Uint8Array(64);
+
+  constructor(
+    private readonly sink: RecordSink,
+    /** Lines before the first record's (the skipped lines). */
+    private readonly lineOffset: number,
+  ) {
+    this.lastLine = lineOffset;
+  }
+
+  /** Reports the record csv-parse gave as `texts`, ending at input offset `endOffset` (info.bytes: after its line end, if any). */
+  add(texts: string[], endOffset: number): void {
+    const fields = texts.map((t) => Buffer.from(t, 'utf8'));
+    if (fields.length > this.starts.length) {
+      this.starts = new Int32Array(fields.length * 2);
+      this.ends = new Int32Array(fields.length * 2);
+      this.unescape = new Uint8Array(fields.length * 2);
     }
-  } catch (e) {
-    if (badError !== null) throw badError;
-    if (e instanceof IngestError) throw e;
+    let total = 0;
+    let innerLineFeeds = 0;
+    for (const f of fields) {
+      total += f.length;
+      for (let p = f.indexOf(LF); p >= 0; p = f.indexOf(LF, p + 1)) {
+        innerLineFeeds++;
+        if (p > 0 && f[p - 1] === CR) this.crlfSurplus++;
+      }
+    }
+    if (total > this.scratch.length) this.scratch = Buffer.allocUnsafe(Math.max(total, this.scratch.length * 2));
+    let p = 0;
+    for (let i = 0; i < fields.length; i++) {
+      this.starts[i] = p;
+      p += fields[i].copy(this.scratch, p);
+      this.ends[i] = p;
+    }
+    const endsWithLf = this.lineFeeds.byteBefore(endOffset) === LF;
+    const lineFeeds = this.lineFeeds.lineFeedsBefore(endOffset) - (endsWithLf ? 1 : 0);
+    this.lastLine = this.lineOffset + 1 + lineFeeds;
+    const line = this.lastLine - innerLineFeeds;
+    this.sink.record(this.scratch, fields.length, this.starts, this.ends, this.unescape, line, 0, p);
+  }
+
+  /** csv-parse's on_skip: reports a malformed record at csv-parse's line, less the CRLF surplus so far. */
+  skip(err: CsvError | undefined, raw: string | undefined): undefined {
+    try {
+      const text = Buffer.from(raw ?? '', 'utf8');
+      const lines = (err as (CsvError & { lines?: number }) | undefined)?.lines ?? 0;
+      this.sink.badRecord(this.lineOffset + lines - this.crlfSurplus, err?.message ?? 'malformed record', text, 0, text.length);
+    } catch (e) {
+      this.badError = e;
+      throw e;
+    }
+    return undefined;
+  }
+
+  /** What to throw for `e`, thrown while parsing `name`: the sink's own error, an IngestError as is, else BAD_INPUT. */
+  failure(e: unknown, name: string): unknown {
+    if (this.badError !== null) return this.badError;
+    if (e instanceof IngestError) return e;
     const err = e as Error & { code?: string; lines?: number };
-    throw new IngestError('BAD_INPUT', `${source.name} line ${lineOffset + (err.lines ?? 0)}: ${err.message}`, { cause: e });
+    return new IngestError('BAD_INPUT', `${name} line ${this.lineOffset + (err.lines ?? 0)}: ${err.message}`, { cause: e });
   }
-  return lastLine;
 }

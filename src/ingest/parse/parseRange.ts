@@ -13,7 +13,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { assert } from '../../util/errors';
-import { readCsvRange } from '../csv/csvReader';
+import { CsvDialect } from '../csv/csvDialect';
+import { RangeResult, readCsvRange } from '../csv/csvReader';
 import { ParseTask, ParseTaskResult, ParseWorkerData } from './parseTypes';
 import { RowSink } from './rowSink';
 import { RunInfo, spillSortBuffer } from '../sort/runFile';
@@ -26,16 +27,40 @@ export type RangeParser = Pick<ParseWorkerData, 'settings' | 'bound' | 'workerIn
 class StopTask extends Error {}
 
 export function runParseTask(data: RangeParser, buffer: SortBuffer, task: ParseTask, progress: Float64Array | null): ParseTaskResult {
-  const { settings } = data;
-  const runs: RunInfo[] = [];
-  let runNumber = 0;
   buffer.clear();
-  const spill = (): void => {
-    if (buffer.count === 0) return;
-    const file = path.join(settings.runDir, `w${data.workerIndex}-t${task.taskId}-${++runNumber}-${task.startOffset}.run`);
-    runs.push(spillSortBuffer(buffer, file));
+  const runs = new RangeRuns(data, buffer, task);
+  const sink = rangeRowSink(data, buffer, task, () => runs.spill());
+  const meter = new RangeProgress(progress, data.workerIndex, sink);
+  let stoppedEarly = false;
+  let read: RangeResult = { endOffset: task.startOffset, lineFeeds: 0 };
+  try {
+    read = readRange(data.settings.dialect, buffer, task, sink, (n) => meter.read(n));
+    runs.spill();
+  } catch (e) {
+    runs.removeAll();
+    if (!(e instanceof StopTask)) throw e;
+    stoppedEarly = true;
     buffer.clear();
+  }
+  const result: ParseTaskResult = {
+    taskId: task.taskId,
+    startOffset: task.startOffset,
+    endOffset: read.endOffset,
+    lineFeeds: read.lineFeeds,
+    runs: runs.list,
+    rows: sink.rows,
+    bytes: meter.bytes,
+    badRowCount: sink.badRowCount,
+    badRows: sink.badRows,
+    stoppedEarly,
   };
+  assertRangeResult(task, result);
+  return result;
+}
+
+/** The range's rows as the sort buffer's entries; its (maxBadRows + 1)-th bad row throws StopTask. */
+function rangeRowSink(data: RangeParser, buffer: SortBuffer, task: ParseTask, spill: () => void): RowSink {
+  const { settings } = data;
   const sink = new RowSink(
     settings.plan,
     data.bound,
@@ -50,62 +75,74 @@ export function runParseTask(data: RangeParser, buffer: SortBuffer, task: ParseT
     () => `${task.file} (bytes from ${task.startOffset})`,
   );
   sink.source = task.source;
-  const slot = data.workerIndex * 2;
-  // The slot holds the worker's rows over all its ranges: each range adds its own to what the
-  // ones before it left, so the parse's total never goes back when a worker takes a new range.
-  const rowsBefore = progress === null ? 0 : progress[slot + 1];
-  let stoppedEarly = false;
-  let endOffset = task.startOffset;
-  let lineFeeds = 0;
-  let bytes = 0;
+  return sink;
+}
+
+/** Parses the task's byte range of its file into `sink`, through the sort buffer's read window; `onRead` gets each read's bytes. */
+function readRange(dialect: CsvDialect, buffer: SortBuffer, task: ParseTask, sink: RowSink, onRead: (bytes: number) => void): RangeResult {
   const fd = fs.openSync(task.file, 'r');
   try {
-    const r = readCsvRange(
-      fd,
-      task.fileSizeBytes,
-      task.startOffset,
-      task.stopAtOffset,
-      settings.dialect,
-      sink,
-      1,
-      buffer.windowRegion(),
-      (n) => {
-        bytes += n;
-        if (progress !== null) {
-          progress[slot] += n;
-          progress[slot + 1] = rowsBefore + sink.rows;
-        }
-      },
-    );
-    endOffset = r.endOffset;
-    lineFeeds = r.lineFeeds;
-    spill();
-  } catch (e) {
-    if (!(e instanceof StopTask)) {
-      for (const run of runs) fs.rmSync(run.path, { force: true });
-      throw e;
-    }
-    stoppedEarly = true;
-    for (const run of runs) fs.rmSync(run.path, { force: true });
-    runs.length = 0;
-    buffer.clear();
+    return readCsvRange(fd, task.fileSizeBytes, task.startOffset, task.stopAtOffset, dialect, sink, 1, buffer.windowRegion(), onRead);
   } finally {
     fs.closeSync(fd);
   }
-  const result: ParseTaskResult = {
-    taskId: task.taskId,
-    startOffset: task.startOffset,
-    endOffset,
-    lineFeeds,
-    runs,
-    rows: sink.rows,
-    bytes,
-    badRowCount: sink.badRowCount,
-    badRows: sink.badRows,
-    stoppedEarly,
-  };
-  assertRangeResult(task, result);
-  return result;
+}
+
+/** The runs a range spills its sort buffer into, named after the parser and the range. */
+class RangeRuns {
+  readonly list: RunInfo[] = [];
+  private runNumber = 0;
+
+  constructor(
+    private readonly data: RangeParser,
+    private readonly buffer: SortBuffer,
+    private readonly task: ParseTask,
+  ) {}
+
+  /** Writes what the sort buffer holds, if anything, as the next run, and empties it. */
+  spill(): void {
+    const { buffer, task } = this;
+    if (buffer.count === 0) return;
+    const file = path.join(
+      this.data.settings.runDir,
+      `w${this.data.workerIndex}-t${task.taskId}-${++this.runNumber}-${task.startOffset}.run`,
+    );
+    this.list.push(spillSortBuffer(buffer, file));
+    buffer.clear();
+  }
+
+  /** Deletes the runs written so far. */
+  removeAll(): void {
+    for (const run of this.list) fs.rmSync(run.path, { force: true });
+    this.list.length = 0;
+  }
+}
+
+/** Counts a range's bytes read, and shows them and its rows in the parser's two progress slots. */
+class RangeProgress {
+  bytes = 0;
+  private readonly slot: number;
+  /**
+   * The slot holds the worker's rows over all its ranges: each range adds its own to what the
+   * ones before it left, so the parse's total never goes back when a worker takes a new range.
+   */
+  private readonly rowsBefore: number;
+
+  constructor(
+    private readonly progress: Float64Array | null,
+    workerIndex: number,
+    private readonly sink: RowSink,
+  ) {
+    this.slot = workerIndex * 2;
+    this.rowsBefore = progress === null ? 0 : progress[this.slot + 1];
+  }
+
+  read(bytes: number): void {
+    this.bytes += bytes;
+    if (this.progress === null) return;
+    this.progress[this.slot] += bytes;
+    this.progress[this.slot + 1] = this.rowsBefore + this.sink.rows;
+  }
 }
 
 /** Asserts what every range's result must hold, whoever ran it. */

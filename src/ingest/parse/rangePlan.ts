@@ -15,7 +15,7 @@
  */
 import * as fs from 'fs';
 import { IngestError, assert } from '../../util/errors';
-import { dialectBytes } from '../csv/csvDialect';
+import { CsvDialect, dialectBytes } from '../csv/csvDialect';
 import { CsvTokenizer, RecordSink } from '../csv/csvTokenizer';
 import { MAX_RECORD_BYTES } from '../csv/csvReader';
 import { InputNamer, ParseSettings, ParseTask } from './parseTypes';
@@ -51,79 +51,100 @@ function probeFile(file: string, size: number, settings: ParseSettings, name: st
   const fd = fs.openSync(file, 'r');
   try {
     for (let want = PROBE_INITIAL_BYTES; ; want *= 4) {
-      const n = Math.min(size, want);
-      const buf = Buffer.allocUnsafe(n);
-      let got = 0;
-      while (got < n) {
-        const r = fs.readSync(fd, buf, got, n - got, got);
-        if (r === 0) break;
-        got += r;
-      }
+      const buf = Buffer.allocUnsafe(Math.min(size, want));
+      const got = readFileStart(fd, buf);
       const eof = got >= size;
-      let pos = 0;
-      if (got >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) pos = 3;
-      let skipped = 0;
-      while (skipped < dialect.skipLines && pos < got) {
-        const lf = buf.indexOf(LF, pos);
-        if (lf < 0 || lf >= got) {
-          pos = got;
-          break;
+      let pos = afterPreamble(buf, got, dialect.skipLines);
+      if (pos < 0) {
+        if (!eof) continue;
+        pos = got; // the last skipped line has no line end
+      }
+      const { records, stop } = firstRecords(buf, pos, got, eof, dialect);
+      if (records.length < (plan.header ? 2 : 1) && !eof) {
+        if (stop < got) {
+          if (want >= MAX_RECORD_BYTES) throw new IngestError('BAD_INPUT', `${name}: no complete record in its first ${want} bytes`);
+          continue;
         }
-        pos = lf + 1;
-        skipped++;
-      }
-      if (skipped < dialect.skipLines && !eof) continue;
-      const records: { fields: string[]; line: number; start: number; end: number }[] = [];
-      const sink: RecordSink = {
-        record(src, fieldCount, starts, ends, unescape, line, recordStart, recordEnd) {
-          if (records.length >= 2) return;
-          const fields: string[] = [];
-          for (let i = 0; i < fieldCount; i++) {
-            let s = src.toString('utf8', starts[i], ends[i]);
-            if (unescape[i] !== 0) s = s.split(dialect.quote + dialect.quote).join(dialect.quote);
-            fields.push(s);
-          }
-          records.push({ fields, line, start: recordStart, end: recordEnd });
-        },
-        badRecord() {},
-      };
-      const tokenizer = new CsvTokenizer(dialectBytes(dialect), dialect.skipLines + 1);
-      const stop = tokenizer.tokenize(buf, pos, got, eof, sink);
-      const needed = plan.header ? 2 : 1;
-      if (records.length < needed && !eof && stop < got) {
-        if (want >= MAX_RECORD_BYTES) throw new IngestError('BAD_INPUT', `${name}: no complete record in its first ${want} bytes`);
-        continue;
-      }
-      if (records.length < needed && !eof) {
         // Complete records only, but too few of them in the window: read more.
         if (want >= size) break;
         continue;
       }
       if (!plan.header) {
-        return {
-          dataStart: pos,
-          dataStartLine: dialect.skipLines + 1,
-          header: null,
-          firstFieldCount: records.length > 0 ? records[0].fields.length : -1,
-        };
+        const firstFieldCount = records.length > 0 ? records[0].fields.length : -1;
+        return { dataStart: pos, dataStartLine: dialect.skipLines + 1, header: null, firstFieldCount };
       }
       if (records.length === 0) return { dataStart: size, dataStartLine: dialect.skipLines + 1, header: null, firstFieldCount: -1 };
-      const h = records[0];
-      let dataStart = buf.indexOf(LF, h.end);
-      dataStart = dataStart < 0 || dataStart >= got ? got : dataStart + 1;
-      let lineFeeds = 0;
-      for (let p = buf.indexOf(LF, h.start); p >= 0 && p < dataStart; p = buf.indexOf(LF, p + 1)) lineFeeds++;
-      return {
-        dataStart,
-        dataStartLine: h.line + lineFeeds,
-        header: h.fields,
-        firstFieldCount: records.length > 1 ? records[1].fields.length : -1,
-      };
+      return headerProbe(buf, got, records);
     }
     return { dataStart: size, dataStartLine: 1, header: null, firstFieldCount: -1 };
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Fills buf from the start of the file (fewer bytes if the file ends first); returns how many were read. */
+function readFileStart(fd: number, buf: Buffer): number {
+  let got = 0;
+  while (got < buf.length) {
+    const r = fs.readSync(fd, buf, got, buf.length - got, got);
+    if (r === 0) break;
+    got += r;
+  }
+  return got;
+}
+
+/** Where the data starts in buf[0, got): after a byte-order mark and `skipLines` lines; -1 when those lines do not all end in it. */
+function afterPreamble(buf: Buffer, got: number, skipLines: number): number {
+  let pos = got >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  for (let skipped = 0; skipped < skipLines; skipped++) {
+    const lf = pos < got ? buf.indexOf(LF, pos) : -1;
+    if (lf < 0 || lf >= got) return -1;
+    pos = lf + 1;
+  }
+  return pos;
+}
+
+interface ProbedRecord {
+  fields: string[];
+  line: number;
+  start: number;
+  end: number;
+}
+
+/** The first two records of buf[pos, got) as strings, and where the tokenizer stopped. */
+function firstRecords(buf: Buffer, pos: number, got: number, eof: boolean, dialect: CsvDialect): { records: ProbedRecord[]; stop: number } {
+  const records: ProbedRecord[] = [];
+  const sink: RecordSink = {
+    record(src, fieldCount, starts, ends, unescape, line, recordStart, recordEnd) {
+      if (records.length >= 2) return;
+      const fields: string[] = [];
+      for (let i = 0; i < fieldCount; i++) {
+        let s = src.toString('utf8', starts[i], ends[i]);
+        if (unescape[i] !== 0) s = s.split(dialect.quote + dialect.quote).join(dialect.quote);
+        fields.push(s);
+      }
+      records.push({ fields, line, start: recordStart, end: recordEnd });
+    },
+    badRecord() {},
+  };
+  const tokenizer = new CsvTokenizer(dialectBytes(dialect), dialect.skipLines + 1);
+  const stop = tokenizer.tokenize(buf, pos, got, eof, sink);
+  return { records, stop };
+}
+
+/** The probe of a file with a header: records[0] is the header, the data starts on the line after it. */
+function headerProbe(buf: Buffer, got: number, records: ProbedRecord[]): FileProbe {
+  const h = records[0];
+  let dataStart = buf.indexOf(LF, h.end);
+  dataStart = dataStart < 0 || dataStart >= got ? got : dataStart + 1;
+  let lineFeeds = 0;
+  for (let p = buf.indexOf(LF, h.start); p >= 0 && p < dataStart; p = buf.indexOf(LF, p + 1)) lineFeeds++;
+  return {
+    dataStart,
+    dataStartLine: h.line + lineFeeds,
+    header: h.fields,
+    firstFieldCount: records.length > 1 ? records[1].fields.length : -1,
+  };
 }
 
 /** The offset right after the first LF at or after `from - 1` (a guessed record boundary), or `size`. */

@@ -158,10 +158,22 @@ export interface ParallelMergeOutcome {
   files: WrittenFile[];
 }
 
+/** A MergeTask less what mergeInWorkers fills in per range. */
+export type MergeTaskBase = Omit<
+  MergeTask,
+  'runs' | 'startOffsets' | 'regions' | 'lowHex' | 'highHex' | 'partition' | 'progress' | 'report' | 'recorded'
+>;
+
+/** One range's outcome from its worker: its result and all its files, earlier attempts' first. */
+interface RangeOutcome {
+  result: MergeResult;
+  files: WrittenFile[];
+}
+
 export async function mergeInWorkers(
   runs: RunInfo[],
   ranges: KeyRangePlan[],
-  base: Omit<MergeTask, 'runs' | 'startOffsets' | 'regions' | 'lowHex' | 'highHex' | 'partition' | 'progress' | 'report' | 'recorded'>,
+  base: MergeTaskBase,
   totalRows: number,
   progress: Progress,
   niceness = 0,
@@ -170,66 +182,23 @@ export async function mergeInWorkers(
 ): Promise<ParallelMergeOutcome> {
   const cells = new SharedArrayBuffer(ranges.length * Float64Array.BYTES_PER_ELEMENT);
   const recorded = new SharedArrayBuffer(ranges.length * Int32Array.BYTES_PER_ELEMENT);
-  const recordedFiles = new Int32Array(recorded);
-  const merged = new Float64Array(cells);
-  const timer = setInterval(() => {
-    progress.update({
-      phase: `merge (${ranges.length} threads)`,
-      doneBytes: 0,
-      totalBytes: null,
-      rows: merged.reduce((a, b) => a + b, 0),
-      totalRows,
-    });
-  }, PROGRESS_INTERVAL_MS);
+  const timer = reportMergeProgress(new Float64Array(cells), ranges.length, totalRows, progress);
   const replies = await Promise.allSettled(
-    ranges.map(
-      (range, partition) =>
-        new Promise<{ result: MergeResult; files: WrittenFile[] }>((resolve, reject) => {
-          const report =
-            reporting === null ? null : { initial: reporting.initial[partition], firstFileIndex: reporting.finished[partition].length + 1 };
-          const task: MergeTask = {
-            ...base,
-            runs,
-            ...range,
-            regions: readRegionsOf(runs, ranges, partition),
-            partition,
-            progress: cells,
-            report,
-            recorded,
-          };
-          const standby = pool?.take() ?? null;
-          const w = standby ?? startModuleWorker(__filename, 'mergeWorker', task, { niceness });
-          if (standby !== null) standby.postMessage(task);
-          const onMessage = (reply: MergeReply): void => {
-            if (reply.type === 'file') {
-              try {
-                reporting?.onFileFinished(partition, bufferedFile(reply.file), withBufferKeys(reply.upTo));
-                Atomics.add(recordedFiles, partition, 1);
-                Atomics.notify(recordedFiles, partition);
-              } catch (e) {
-                w.off('message', onMessage);
-                reject(e);
-                void w.terminate();
-              }
-              return;
-            }
-            w.off('message', onMessage);
-            if (reply.type === 'done') {
-              const earlier = reporting === null ? [] : reporting.finished[partition];
-              resolve({ result: withBufferKeys(reply.result), files: [...earlier, ...reply.files.map(bufferedFile)] });
-            } else
-              reject(
-                reply.code !== null
-                  ? new IngestError(reply.code as IngestError['code'], reply.message)
-                  : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`),
-              );
-            void w.terminate();
-          };
-          w.on('message', onMessage);
-          w.once('error', reject);
-          w.once('exit', (code) => reject(new Error(`merge worker exited with code ${code} before replying`)));
-        }),
-    ),
+    ranges.map((range, partition) => {
+      const report =
+        reporting === null ? null : { initial: reporting.initial[partition], firstFileIndex: reporting.finished[partition].length + 1 };
+      const task: MergeTask = {
+        ...base,
+        runs,
+        ...range,
+        regions: readRegionsOf(runs, ranges, partition),
+        partition,
+        progress: cells,
+        report,
+        recorded,
+      };
+      return mergeRangeInWorker(task, pool, niceness, reporting);
+    }),
   );
   clearInterval(timer);
   const done = replies.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
@@ -241,6 +210,69 @@ export async function mergeInWorkers(
   }
   const { result, files } = combineMergeRanges(done);
   return { merge: result, files };
+}
+
+/** Shows the rows the merge workers count in `merged` (one slot per range) every PROGRESS_INTERVAL_MS until cleared. */
+function reportMergeProgress(merged: Float64Array, threads: number, totalRows: number, progress: Progress): NodeJS.Timeout {
+  return setInterval(() => {
+    progress.update({
+      phase: `merge (${threads} threads)`,
+      doneBytes: 0,
+      totalBytes: null,
+      rows: merged.reduce((a, b) => a + b, 0),
+      totalRows,
+    });
+  }, PROGRESS_INTERVAL_MS);
+}
+
+/**
+ * Runs one merge task in a worker (a standby one from `pool`, else a new one) and settles with
+ * its outcome, or with its error. Each SST it reports as finished goes to `reporting`, and is
+ * then counted as recorded for the worker to see (MergeTask.recorded).
+ */
+function mergeRangeInWorker(
+  task: MergeTask,
+  pool: MergeWorkerPool | null,
+  niceness: number,
+  reporting: RangeReporting | null,
+): Promise<RangeOutcome> {
+  const partition = task.partition;
+  const recordedFiles = new Int32Array(task.recorded);
+  return new Promise<RangeOutcome>((resolve, reject) => {
+    const standby = pool?.take() ?? null;
+    const w = standby ?? startModuleWorker(__filename, 'mergeWorker', task, { niceness });
+    if (standby !== null) standby.postMessage(task);
+    const onMessage = (reply: MergeReply): void => {
+      if (reply.type === 'file') {
+        try {
+          reporting?.onFileFinished(partition, bufferedFile(reply.file), withBufferKeys(reply.upTo));
+          Atomics.add(recordedFiles, partition, 1);
+          Atomics.notify(recordedFiles, partition);
+        } catch (e) {
+          w.off('message', onMessage);
+          reject(e);
+          void w.terminate();
+        }
+        return;
+      }
+      w.off('message', onMessage);
+      if (reply.type === 'done') {
+        const earlier = reporting === null ? [] : reporting.finished[partition];
+        resolve({ result: withBufferKeys(reply.result), files: [...earlier, ...reply.files.map(bufferedFile)] });
+      } else reject(mergeWorkerError(reply));
+      void w.terminate();
+    };
+    w.on('message', onMessage);
+    w.once('error', reject);
+    w.once('exit', (code) => reject(new Error(`merge worker exited with code ${code} before replying`)));
+  });
+}
+
+/** The error a merge worker replied with: an IngestError where it had a code, else an Error with the worker's stack. */
+function mergeWorkerError(reply: Extract<MergeReply, { type: 'error' }>): Error {
+  return reply.code !== null
+    ? new IngestError(reply.code as IngestError['code'], reply.message)
+    : new Error(`merge worker failed: ${reply.message}\n${reply.stack}`);
 }
 
 /** A WrittenFile as a worker's message carries it (Buffers arrive as Uint8Arrays), with Buffers again. */

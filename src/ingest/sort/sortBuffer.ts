@@ -316,6 +316,11 @@ export class SortBuffer {
     return la - lb;
   }
 
+  /**
+   * Sorts order[lo, hi) by key from byte `depth` on: small ranges by comparison; others by an LSD
+   * radix sort on the 8-byte chunk at `depth` (loadChunk, countDigits, markNeededPasses,
+   * radixPasses), then the groups equal on that chunk whose keys go on, by the next (sortGroups).
+   */
   private sortRange(lo: number, hi: number, depth: number): void {
     const n = hi - lo;
     if (n < 2) return;
@@ -327,11 +332,24 @@ export class SortBuffer {
       this.mergeSort(lo, hi, depth);
       return;
     }
+    this.loadChunk(lo, hi, depth);
+    // The group step, and the columns it reads, only when some keys go on past this chunk.
+    const groupsFollow = this.countDigits(lo, hi) > 1;
+    this.markNeededPasses(lo, hi);
+    this.radixPasses(lo, hi, groupsFollow);
+    if (groupsFollow) this.sortGroups(lo, hi, depth);
+  }
+
+  /**
+   * Fills chunkHigh, chunkLow and lengthClass at [lo, hi) with the 8-byte chunk at `depth` of
+   * each entry's key (big-endian words, zero-padded) and its length class.
+   */
+  private loadChunk(lo: number, hi: number, depth: number): void {
     const arena = this.arena;
-    let order = this.order;
-    let high = this.chunkHigh;
-    let low = this.chunkLow;
-    let cls = this.lengthClass;
+    const order = this.order;
+    const high = this.chunkHigh;
+    const low = this.chunkLow;
+    const cls = this.lengthClass;
     for (let k = lo; k < hi; k++) {
       const e = order[k];
       const len = this.keyLength[e] - depth;
@@ -355,11 +373,18 @@ export class SortBuffer {
       high[k] = h;
       low[k] = l;
     }
+  }
 
-    // LSD passes, least significant digit first: length class, then the low and the high word
-    // in 11-bit digits (2048 buckets keep the scatter's write positions cache-resident, which
-    // 16-bit digits do not). One sweep counts every digit's histogram.
+  /**
+   * Counts the radix digits of [lo, hi) into `histogram`, all passes in one sweep: the length
+   * class, then the low and the high word in 11-bit digits (2048 buckets keep the scatter's write
+   * positions cache-resident, which 16-bit digits do not). Returns how many keys go on past the chunk.
+   */
+  private countDigits(lo: number, hi: number): number {
     const hist = this.histogram;
+    const high = this.chunkHigh;
+    const low = this.chunkLow;
+    const cls = this.lengthClass;
     hist.fill(0);
     for (let k = lo; k < hi; k++) {
       const l = low[k];
@@ -372,20 +397,41 @@ export class SortBuffer {
       hist[5 * DIGIT_BUCKETS + ((h >>> DIGIT_BITS) & DIGIT_MASK)]++;
       hist[6 * DIGIT_BUCKETS + (h >>> (2 * DIGIT_BITS))]++;
     }
-    // Passes whose digit is the same for every entry order nothing and are skipped. A column is
-    // carried through a scatter only while something later reads it: a later pass on its word,
-    // or the group step below (needed only when some key goes on past this chunk). For int64
-    // keys that is usually three passes over the low word, carrying just order and low.
-    const groupsFollow = hist[MORE_FOLLOWS] > 1;
+    return hist[MORE_FOLLOWS];
+  }
+
+  /** Marks in passNeeded the passes whose digit is not the same for every entry of [lo, hi): the others order nothing. */
+  private markNeededPasses(lo: number, hi: number): void {
+    const hist = this.histogram;
+    const cls = this.lengthClass[lo];
+    const low = this.chunkLow[lo];
+    const high = this.chunkHigh[lo];
+    for (let pass = 0; pass < RADIX_PASSES; pass++) {
+      this.passNeeded[pass] = hist[pass * DIGIT_BUCKETS + digit(pass, cls, low, high)] !== hi - lo ? 1 : 0;
+    }
+  }
+
+  /**
+   * The needed LSD passes over [lo, hi), least significant digit first (see countDigits), which
+   * leave order[lo, hi) sorted by chunk and, when `groupsFollow`, the chunk columns in the same
+   * order for sortGroups. A column is carried through a scatter only while something later reads
+   * it: a later pass on its word, or the group step. For int64 keys that is usually three passes
+   * over the low word, carrying just order and low.
+   */
+  private radixPasses(lo: number, hi: number, groupsFollow: boolean): void {
+    const hist = this.histogram;
+    const passNeeded = this.passNeeded;
     let lastLowPass = 0;
     let lastHighPass = 0;
-    const passNeeded = this.passNeeded;
-    for (let pass = 0; pass < RADIX_PASSES; pass++) {
-      passNeeded[pass] = hist[pass * DIGIT_BUCKETS + digit(pass, cls[lo], low[lo], high[lo])] !== n ? 1 : 0;
+    for (let pass = 1; pass < RADIX_PASSES; pass++) {
       if (passNeeded[pass] === 0) continue;
-      if (pass >= 1 && pass <= 3) lastLowPass = pass;
-      if (pass >= 4) lastHighPass = pass;
+      if (pass <= 3) lastLowPass = pass;
+      else lastHighPass = pass;
     }
+    let order = this.order;
+    let high = this.chunkHigh;
+    let low = this.chunkLow;
+    let cls = this.lengthClass;
     let oS = this.orderScratch;
     let hS = this.highScratch;
     let lS = this.lowScratch;
@@ -393,12 +439,7 @@ export class SortBuffer {
     for (let pass = 0; pass < RADIX_PASSES; pass++) {
       if (passNeeded[pass] === 0) continue;
       const base = pass * DIGIT_BUCKETS;
-      let sum = lo;
-      for (let b = base; b < base + DIGIT_BUCKETS; b++) {
-        const c = hist[b];
-        hist[b] = sum;
-        sum += c;
-      }
+      bucketStarts(hist, base, lo);
       const carryLow = groupsFollow || pass < lastLowPass;
       const carryHigh = groupsFollow || pass < lastHighPass;
       if (pass === 0) {
@@ -433,12 +474,13 @@ export class SortBuffer {
     if (high !== this.chunkHigh) this.chunkHigh.set(high.subarray(lo, hi), lo);
     if (low !== this.chunkLow) this.chunkLow.set(low.subarray(lo, hi), lo);
     if (cls !== this.lengthClass) this.lengthClass.set(cls.subarray(lo, hi), lo);
-    order = this.order;
-    high = this.chunkHigh;
-    low = this.chunkLow;
-    cls = this.lengthClass;
+  }
 
-    // Groups equal on this chunk whose keys go on: order them by the next chunk.
+  /** After radixPasses: orders each group of [lo, hi) equal on the chunk at `depth` whose keys go on, by the next chunk. */
+  private sortGroups(lo: number, hi: number, depth: number): void {
+    const high = this.chunkHigh;
+    const low = this.chunkLow;
+    const cls = this.lengthClass;
     let k = lo;
     while (k < hi) {
       let j = k + 1;
@@ -484,6 +526,16 @@ export class SortBuffer {
       }
       order[j + 1] = e;
     }
+  }
+}
+
+/** Turns the counts of histogram[base, base + DIGIT_BUCKETS) into each bucket's first position, from `lo`. */
+function bucketStarts(hist: Uint32Array, base: number, lo: number): void {
+  let sum = lo;
+  for (let b = base; b < base + DIGIT_BUCKETS; b++) {
+    const c = hist[b];
+    hist[b] = sum;
+    sum += c;
   }
 }
 

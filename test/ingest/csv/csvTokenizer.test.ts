@@ -1,7 +1,8 @@
 /**
  * The CSV tokenizer's fast path (records without quotes) on the cases it hands back to the general
  * path: wide records that grow its field arrays, quoted, empty, CR-led and comment lines, and
- * heavily quoted input on which it stops trying. Input is fed through windows of a larger buffer,
+ * heavily quoted input on which it stops trying; and the general path's record that ends at eof
+ * with an empty field past its field arrays. Input is fed through windows of a larger buffer,
  * as the import does, in chunks from one byte up.
  */
 import { CsvTokenizer, RecordSink } from '../../../src/ingest/csv/csvTokenizer';
@@ -80,5 +81,16 @@ describe('CsvTokenizer fast path', () => {
     const rows = Array.from({ length: 200 }, (_, i) => (i % 50 === 49 ? `plain${i},${i}` : `"q${i}",${i}`));
     const recs = tokenizeAll(`${rows.join('\n')}\n`, 0x22, 1 << 20);
     expect(recs.map((r) => r.fields[0])).toEqual(rows.map((_, i) => (i % 50 === 49 ? `plain${i}` : `q${i}`)));
+  });
+
+  it('grows its field arrays for the empty last field of a record ending at eof', () => {
+    // The quoted field fills the first 64 slots; the delimiter after it at eof adds a 65th, empty.
+    const first = Array.from({ length: 63 }, (_, i) => `f${i}`);
+    for (const ending of ['"q",', 'q,']) {
+      for (const chunk of [1, 1 << 20]) {
+        const recs = tokenizeAll(`${first.join(',')},${ending}`, 0x22, chunk);
+        expect(recs.map((r) => r.fields)).toEqual([[...first, 'q', '']]);
+      }
+    }
   });
 });
