@@ -64,19 +64,7 @@ export function importSummaryOf(a: {
       })),
     },
     outputDir: a.o.outputDir,
-    outputFiles: a.written.map((f, i) => {
-      const smallest = Buffer.from(f.smallestUserKey);
-      const largest = Buffer.from(f.largestUserKey);
-      return {
-        path: a.finalPaths[i],
-        fileSizeBytes: f.fileSizeBytes,
-        entries: f.entries,
-        smallestKey: fmt(smallest),
-        largestKey: fmt(largest),
-        smallestKeyHex: smallest.toString('hex'),
-        largestKeyHex: largest.toString('hex'),
-      };
-    }),
+    outputFiles: a.written.map((f, i) => outputFileOf(f, a.finalPaths[i], a.keySpec)),
     runs: a.runs.length,
     runBytes: a.runs.reduce((s, r) => s + r.bytes, 0),
     phases: {
@@ -90,6 +78,21 @@ export function importSummaryOf(a: {
     inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
     memoryLimitBytes: a.memoryLimitBytes,
     peakRssBytes: process.resourceUsage().maxRSS * 1024,
+  };
+}
+
+/** One SST as the summary lists it: its final path, size, entries, and key bounds as the key spec shows them and in hex. */
+function outputFileOf(f: WrittenFile, finalPath: string, keySpec: KeySpec): ImportSummary['outputFiles'][number] {
+  const smallest = Buffer.from(f.smallestUserKey);
+  const largest = Buffer.from(f.largestUserKey);
+  return {
+    path: finalPath,
+    fileSizeBytes: f.fileSizeBytes,
+    entries: f.entries,
+    smallestKey: keySpec.format(smallest),
+    largestKey: keySpec.format(largest),
+    smallestKeyHex: smallest.toString('hex'),
+    largestKeyHex: largest.toString('hex'),
   };
 }
 
