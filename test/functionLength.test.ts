@@ -9,18 +9,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as ts from 'typescript';
 import { REPO_ROOT } from './support/paths';
+import { sourceFiles } from './support/sourceFiles';
 
 const MAX_LINES = 80;
 const CHECKED = ['src/ingest'];
-
-function sourceFiles(dir: string, out: string[] = []): string[] {
-  for (const e of fs.readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true })) {
-    const rel = path.posix.join(dir, e.name);
-    if (e.isDirectory()) sourceFiles(rel, out);
-    else if (rel.endsWith('.ts')) out.push(rel);
-  }
-  return out;
-}
 
 /** `file:line name (N lines)` for every function of `text` longer than `maxLines`. */
 function longFunctions(file: string, text: string, maxLines: number): string[] {

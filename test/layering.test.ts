@@ -22,6 +22,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as ts from 'typescript';
 import { REPO_ROOT } from './support/paths';
+import { sourceFiles } from './support/sourceFiles';
 
 /** Lowest first. A file belongs to the first layer (from the top) whose prefix it starts with. */
 const LAYERS: ReadonlyArray<{ name: string; prefixes: string[] }> = [
@@ -50,15 +51,6 @@ function layerOf(file: string): number {
     }
   });
   return best;
-}
-
-function sourceFiles(dir: string, out: string[] = []): string[] {
-  for (const e of fs.readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true })) {
-    const rel = path.posix.join(dir, e.name);
-    if (e.isDirectory()) sourceFiles(rel, out);
-    else if (rel.endsWith('.ts')) out.push(rel);
-  }
-  return out;
 }
 
 /** Repository-relative targets of a file's relative imports (without extension). */
