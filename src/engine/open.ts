@@ -125,6 +125,17 @@ function invalid(message: string): IngestError {
   return new IngestError('INVALID_ARGUMENT', message);
 }
 
+/** A database path that is a file, not a directory: INVALID_ARGUMENT naming it (exit 2), not a stack trace from the LOCK's open. */
+export function checkDatabaseDir(dir: string): void {
+  let isDir: boolean;
+  try {
+    isDir = fs.statSync(dir).isDirectory();
+  } catch {
+    return;
+  }
+  if (!isDir) throw invalid(`database path ${dir} is not a directory`);
+}
+
 /**
  * Opens (or creates) the database in `dir` (see the module comment). `build` makes the engine
  * from the recovered state; it runs once, after recovery and before the clean-up.
@@ -133,8 +144,13 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
   const limits = resolveOpenLimits(options);
   if (!fs.existsSync(dir)) {
     if (!limits.createIfMissing) throw invalid(`database directory ${dir} does not exist (createIfMissing is false)`);
-    fs.mkdirSync(dir, { recursive: true });
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw new IngestError('IO', `cannot create the database directory ${dir}: ${(err as Error).message}`, { cause: err });
+    }
   }
+  checkDatabaseDir(dir);
   const lock = DbLock.acquire(dir);
   // Emptied once open succeeds; until then every failure runs these, newest first.
   let closeOnFailure: Array<() => void> = [];

@@ -69,6 +69,7 @@ import { outputOptionsFingerprint } from './resume/importJournal';
 import { ImportJob } from './resume/importJob';
 import { fingerprintInput } from './resume/fingerprint';
 import { checkInputs } from './csv/inputSource';
+import { checkDatabaseDir } from '../engine/open';
 import { isDefinitiveFailure } from './resume/failures';
 import { crashPoint } from '../util/crashPoints';
 import { checkScratchSpace, estimableInputs, existingAncestor, noSpaceErrorOf } from './diskSpace';
@@ -286,6 +287,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const o = this.opts;
     const dir = o.dbDir;
     if (o.prebuilt === undefined) checkInputs(o.import.inputs);
+    checkDatabaseDir(dir);
     if (this.mode !== 'check' && o.onConflict === 'skip' && o.replaceRange !== undefined) {
       throw new IngestError(
         'USAGE',

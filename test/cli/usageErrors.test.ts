@@ -83,3 +83,16 @@ test('a reader that closes the pipe early ends the command quietly, exit 0', asy
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
 }, 30_000);
+
+test('--db naming a file, not a directory, is exit 2 naming it, for a write and for an import', async () => {
+  const file = path.join(dir, 'not-a-db');
+  fs.writeFileSync(file, 'x');
+  const put = await runCli('put', '--db', file, 'k', 'v');
+  expect(put).toEqual({ code: 2, stdout: '', stderr: `error: database path ${file} is not a directory\n` });
+  const csv = path.join(dir, 'a.csv');
+  fs.writeFileSync(csv, 'k,v\na,1\n');
+  const imported = await runCli('import', csv, '--header', '--db', file);
+  expect(imported.code).toBe(2);
+  expect(imported.stderr).toBe(`error: database path ${file} is not a directory\n`);
+  expect(fs.readFileSync(file, 'utf8')).toBe('x');
+});
