@@ -16,7 +16,7 @@ import * as zlib from 'zlib';
 import { IncomingMessage } from 'http';
 import { Transform, TransformCallback } from 'stream';
 import { pipeline } from 'stream/promises';
-import { IngestError } from '../util/errors';
+import { IngestError, isNoSpaceError } from '../util/errors';
 import { HttpError, tooLarge } from './httpErrors';
 
 function declaredLength(req: IncomingMessage): number | null {
@@ -103,6 +103,12 @@ export async function spoolBody(req: IncomingMessage, file: string, limitBytes: 
   } catch (err) {
     if (err instanceof IngestError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? '';
+    // Before the truncation checks: a full disk also ends the pipeline early, and is the server's
+    // condition (507, retry once space is freed), not the client's bad input.
+    if (isNoSpaceError(err))
+      throw new IngestError('NO_SPACE', `${what}: the server's disk is full: the body cannot be spooled (retry once space is freed)`, {
+        cause: err,
+      });
     if (aborted || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE') throw truncated(what, err);
     if (code.startsWith('Z_')) throw new HttpError(400, 'BAD_INPUT', `${what}: invalid gzip data (${(err as Error).message})`);
     throw new IngestError('IO', `${what}: cannot write the body to ${file}: ${(err as Error).message}`, { cause: err });
