@@ -23,6 +23,7 @@
  * the import summary already).
  */
 import * as fs from 'fs';
+import { Readable } from 'stream';
 import * as path from 'path';
 import busboy from 'busboy';
 import { pipeline } from 'stream/promises';
@@ -63,6 +64,9 @@ function receiveMultipart(ctx: RequestContext, dir: string): Promise<Upload[]> {
   return new Promise((resolve, reject) => {
     const uploads: Upload[] = [];
     const writes: Promise<void>[] = [];
+    // Every part's stream and file still open: a failed or aborted upload closes them at once
+    // (else a part whose body never ends keeps its descriptor, and its deleted file, forever).
+    const open = new Set<Readable | fs.WriteStream>();
     const seen = new Set<string>();
     let totalBytes = 0;
     let failed = false;
@@ -71,6 +75,8 @@ function receiveMultipart(ctx: RequestContext, dir: string): Promise<Upload[]> {
       failed = true;
       ctx.req.unpipe(parser);
       ctx.req.resume();
+      for (const stream of open) stream.destroy();
+      open.clear();
       reject(err);
     };
     let parser: busboy.Busboy;
@@ -96,7 +102,18 @@ function receiveMultipart(ctx: RequestContext, dir: string): Promise<Upload[]> {
         totalBytes += chunk.length;
         if (totalBytes > limits.maxUploadBytes) fail(tooLarge(`upload: over the limit of ${limits.maxUploadBytes} bytes`));
       });
-      writes.push(pipeline(stream, fs.createWriteStream(upload.file, { flags: 'wx' })).catch((err: unknown) => fail(err)));
+      const out = fs.createWriteStream(upload.file, { flags: 'wx' });
+      open.add(stream);
+      open.add(out);
+      writes.push(
+        pipeline(stream, out).then(
+          () => {
+            open.delete(stream);
+            open.delete(out);
+          },
+          (err: unknown) => fail(err),
+        ),
+      );
     });
     parser.on('field', (name) => fail(badRequest(`upload: unexpected form field ${name} (only file parts are taken)`)));
     parser.on('filesLimit', () => fail(tooLarge(`upload: more than ${limits.maxUploadFiles} files`)));
