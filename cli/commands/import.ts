@@ -63,6 +63,7 @@ const DB_ONLY = [
   'createIfMissing',
   'verifyChecksums',
   'blockingFlush',
+  'pendingMaxAge',
 ] as const;
 
 const OUTPUT_DIR: OptionDef = {

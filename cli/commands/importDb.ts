@@ -40,6 +40,7 @@ import {
 } from './importOptions';
 import { printImportResult } from './importOutput';
 import { withFinalEvent } from './progressEvents';
+import { parsePendingMaxAge } from '../../src/ingest/resume/pendingExpiry';
 import { runInterruptible } from './interrupt';
 
 export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, ResumeCliOptions {
@@ -65,6 +66,7 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
       mode,
       resume,
       restart: o.resume === false,
+      pendingMaxAgeMs: o.pendingMaxAge === undefined ? undefined : parsePendingMaxAge(o.pendingMaxAge),
       import: { ...options.import, progress, diskQuotaBytes: diskQuotaOf(o), stepCheckpointsFromInputBytes: stepCheckpointsOf(o) },
     });
     const result = await runInterruptible(job, abandonedMessage(resume, inputs, o.db, 'import abandoned'));

@@ -62,6 +62,11 @@ export const RESUME_OPTIONS: readonly OptionDef[] = [
     description: 'scratch space (runs and SSTs) the import may use; checked before parsing against the estimate and the free space',
   },
   {
+    flags: '--pending-max-age <age>',
+    description:
+      'with --db: discard other pending imports in the database idle longer than this (3d, 12h, 90m, 600s, or never; default 3d)',
+  },
+  {
     flags: '--step-checkpoints-from <size>',
     description: `input size from which each parse range and SST is checkpointed; a smaller import is redone whole after a kill (default ${STEP_CHECKPOINTS_FROM_INPUT_BYTES >> 20}MiB; 0: always)`,
   },
@@ -73,6 +78,7 @@ export interface ResumeCliOptions {
   resume?: boolean;
   diskQuota?: string;
   stepCheckpointsFrom?: string;
+  pendingMaxAge?: string;
 }
 
 /** The --json and --quiet every pipeline command has. */

@@ -8,6 +8,7 @@
 import { DbCheckResult, DbImportFile, DbImportResult, conflictFailure } from '../../src/ingest/importIntoDb';
 import { dbCheckJson, dbImportJson } from '../../src/ingest/importJson';
 import { DbTextCodec } from './dbText';
+import { PendingJobSummary } from '../../src/ingest/resume/pendingExpiry';
 
 /** Prints an import's or a plan's result (--json: the document; else the human lines) and fails with exit 3 when abort stopped it. */
 export function printImportResult(result: DbImportResult, o: { json?: boolean; quiet?: boolean }, codec: DbTextCodec, fail = true): void {
@@ -24,6 +25,13 @@ function printHuman(r: DbImportResult, codec: DbTextCodec): void {
     `imported ${r.import.rowsWritten} rows (${r.import.badRows} bad, ${r.import.duplicates.count} duplicates); against ${r.db}: ` +
       `${s.new} new, ${s.unchanged} unchanged, ${s.conflicts} conflicting${r.reportPath !== null ? ` (report in ${r.reportPath})` : ''}`,
   );
+  for (const j of r.pendingJobs?.discarded ?? [])
+    out(`discarded pending import ${j.jobId} (${pendingLine(j)}): idle longer than --pending-max-age`);
+  const left = r.pendingJobs?.pending ?? [];
+  if (left.length > 0)
+    out(
+      `${left.length} other pending import(s) in ${r.db}, ${mib(left.reduce((a, j) => a + j.scratchBytes, 0))} MiB of scratch (ingest pending lists them)`,
+    );
   const files = r.ingest?.files ?? r.plan?.files ?? [];
   for (const f of files) out(`  ${fileLine(f, codec)}`);
   if (r.dryRun) {
@@ -62,4 +70,12 @@ export function printCheckResult(result: DbCheckResult, o: { json?: boolean; qui
   }
   const failure = conflictFailure(result);
   if (fail && failure !== null) throw failure;
+}
+
+function mib(bytes: number): string {
+  return (bytes / (1 << 20)).toFixed(1);
+}
+
+function pendingLine(j: PendingJobSummary): string {
+  return `inputs ${j.inputs.join(', ')}, idle ${(j.ageSeconds / 86400).toFixed(1)} d, ${mib(j.scratchBytes)} MiB`;
 }

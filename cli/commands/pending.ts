@@ -3,8 +3,8 @@
  * database or an output directory holds (src/ingest/resume/importJob.ts), with their phase and
  * progress, and the explicit way to give their scratch space back.
  *
- * Output: with --json one object {"dir", "pending": [PendingJob...], "discarded": [jobId...]};
- * otherwise one line per job. A running job is listed with "running": true and is never
+ * Output: with --json one object {"dir", "pending": [PendingJob...], "discarded": [jobId...],
+ * "totalScratchBytes"}; otherwise one line per job, then the total scratch space they hold. A running job is listed with "running": true and is never
  * discarded (exit 1, BUSY). Exit codes: 0; 2 for an unknown job id or an unreadable DIR.
  */
 import { Command } from 'commander';
@@ -34,13 +34,16 @@ function runPending(dir: string, o: PendingCliOptions): void {
     for (const job of listPendingJobs(dir)) if (!job.running) discarded.push(discardJob(dir, job.jobId).jobId);
   }
   const pending = listPendingJobs(dir);
+  const totalScratchBytes = pending.reduce((a, j) => a + j.scratchBytes, 0);
   if (o.json === true) {
-    process.stdout.write(`${JSON.stringify({ dir, pending, discarded })}\n`);
+    process.stdout.write(`${JSON.stringify({ dir, pending, discarded, totalScratchBytes })}\n`);
     return;
   }
   for (const id of discarded) process.stdout.write(`discarded ${id}\n`);
   if (pending.length === 0 && discarded.length === 0) process.stdout.write(`no pending imports in ${dir}\n`);
   for (const job of pending) process.stdout.write(`${lineOf(job)}\n`);
+  if (pending.length > 0)
+    process.stdout.write(`total scratch ${(totalScratchBytes / (1 << 20)).toFixed(1)} MiB in ${pending.length} pending import(s)\n`);
 }
 
 function lineOf(j: PendingJob): string {

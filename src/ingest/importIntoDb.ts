@@ -66,9 +66,10 @@ import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../base/keyCompare';
 import { CsvImport, ImportOptions, ImportSummary } from './importer';
 import { outputOptionsFingerprint } from './resume/importJournal';
-import { ImportJob } from './resume/importJob';
+import { ImportJob, jobIdOf } from './resume/importJob';
 import { fingerprintInput } from './resume/fingerprint';
 import { checkInputs } from './csv/inputSource';
+import { DEFAULT_PENDING_MAX_AGE_MS, PendingJobsReport, expirePendingJobs } from './resume/pendingExpiry';
 import { checkDatabaseDir } from '../engine/open';
 import { isDefinitiveFailure } from './resume/failures';
 import { crashPoint } from '../util/crashPoints';
@@ -145,6 +146,12 @@ export interface DbImportOptions {
   resume?: boolean;
   /** With resume: discard a pending job for these inputs and start over (--no-resume). */
   restart?: boolean;
+  /**
+   * Import mode: other pending jobs in the database idle for longer than this are discarded
+   * before the import starts (default DEFAULT_PENDING_MAX_AGE_MS; null: never). They are listed
+   * in the result either way (resume/pendingExpiry.ts).
+   */
+  pendingMaxAgeMs?: number | null;
 }
 
 /** One file of the ingestion (done or planned), as the JSON summary shows it. */
@@ -202,6 +209,8 @@ export interface DbImportResult extends DbCheckedImport {
   } | null;
   /** The ingestion planned (dry run only; null when there is nothing to plan). */
   plan: { files: DbImportFile[]; memtableFlushNeeded: boolean; lastSequence: number } | null;
+  /** Import mode: the database's other pending jobs, those discarded as too old and those left. */
+  pendingJobs?: PendingJobsReport;
 }
 
 /** The result of a run in mode M (a mode known only at run time gives the union, told apart by `mode`). */
@@ -219,6 +228,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   private createsDb = false;
   /** The resumable job (import mode with resume): its directory is the private directory. */
   private job: ImportJob | null = null;
+  /** Import mode: the other pending jobs this run found (and discarded when too old). */
+  private pendingJobs: PendingJobsReport | null = null;
   /** The run failed in a way a resume cannot mend: the job goes. */
   private definitiveFailure = false;
 
@@ -257,6 +268,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const creating = this.checkPreconditions();
     this.createsDb = creating && this.opts.engine === undefined;
     const prebuilt = this.opts.prebuilt;
+    // The directory may hold jobs before it holds a database: a first night killed before its ingestion.
+    if (this.mode === 'import' && fs.existsSync(this.opts.dbDir)) this.pendingJobs = this.expirePendingJobs();
     const outputDir = prebuilt === undefined ? this.prepareOutputDir() : null;
     try {
       const keySpec = KeySpec.of(this.opts.import.key ?? '1');
@@ -264,6 +277,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       const result = await this.withEngine<DbCheckResult | DbImportResult>(creating, (engine) =>
         this.mode === 'check' ? this.checkOnly(engine, summary, keySpec) : this.intoEngine(engine, summary, keySpec, creating),
       );
+      if (result.mode === 'import' && this.pendingJobs !== null) result.pendingJobs = this.pendingJobs;
       this.succeeded = true;
       // The mode was fixed by the options that fixed M, so the result is the one M names.
       return result as DbRunResult<M>;
@@ -283,6 +297,13 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   }
 
   /** Refuses what cannot run before anything is written; returns whether this run creates the database. */
+  /** Import mode, into an existing directory: the other pending jobs, those idle too long discarded (resume/pendingExpiry.ts). */
+  private expirePendingJobs(): PendingJobsReport {
+    const o = this.opts;
+    const keep = this.resumable() ? jobIdOf('db', o.import.inputs) : null;
+    return expirePendingJobs(o.dbDir, o.pendingMaxAgeMs === undefined ? DEFAULT_PENDING_MAX_AGE_MS : o.pendingMaxAgeMs, keep);
+  }
+
   private checkPreconditions(): boolean {
     const o = this.opts;
     const dir = o.dbDir;

@@ -3,7 +3,7 @@
  * `ingest import|plan --db --json`, `ingest check --json` and the server's POST /v1/imports all
  * print (docs/import.md and docs/conflicts.md list them; they are stable).
  *
- *   import, plan: {db, createdDb, dryRun, import, check, report, policy, replaceRange, ingest, plan}
+ *   import, plan: {db, createdDb, dryRun, import, check, report, policy, replaceRange, ingest, plan, pendingJobs}
  *   check:        {import, check, report}
  * `import` is the import summary, `check` the conflict summary, `report` the report file's path
  * (or null). The server adds `conflictReport`, the report itself, beside these.
@@ -22,6 +22,8 @@ export function dbImportJson(r: DbImportResult): Record<string, unknown> {
     replaceRange: r.replaceRange,
     ingest: r.ingest,
     plan: r.plan,
+    // Import mode into an existing database: {discarded, pending, maxAgeSeconds}; else null.
+    pendingJobs: r.pendingJobs ?? null,
   };
 }
 

@@ -104,7 +104,7 @@ test('into an empty database: every row readable through the key spec; JSON fiel
   expect(r.code).toBe(0);
   const doc = JSON.parse(r.stdout) as Record<string, unknown>;
   expect(Object.keys(doc).sort()).toEqual(
-    ['check', 'createdDb', 'db', 'dryRun', 'import', 'ingest', 'plan', 'policy', 'replaceRange', 'report'].sort(),
+    ['check', 'createdDb', 'db', 'dryRun', 'import', 'ingest', 'pendingJobs', 'plan', 'policy', 'replaceRange', 'report'].sort(),
   );
   expect(doc).toMatchObject({ db, createdDb: true, dryRun: false, report: null, replaceRange: null, plan: null });
   expect(doc.import).toMatchObject({ rowsRead: fixtureRows.size, rowsWritten: fixtureRows.size });

@@ -216,7 +216,7 @@ test('a changed option is refused naming it; pending --discard removes the job a
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain('no pending import nosuchjob');
   const discarded = await pending(db, '--discard', jobId);
-  expect(discarded).toEqual({ dir: db, pending: [], discarded: [jobId] });
+  expect(discarded).toEqual({ dir: db, pending: [], discarded: [jobId], totalScratchBytes: 0 });
   expect(fs.readdirSync(db).filter((n) => n.startsWith('.import-job-'))).toEqual([]);
   const again = await runCli(...importArgs(input, db, ['--on-duplicate', 'last']));
   expect(again.code).toBe(0);
@@ -325,4 +325,51 @@ test('--disk-quota below the estimate fails before anything is written (exit 1, 
   expect(fs.existsSync(out) ? fs.readdirSync(out) : []).toEqual([]);
   const fits = await runCli(...importArgs(input, db, ['--disk-quota', '64MiB']));
   expect(fits.code).toBe(0);
+});
+
+/** Makes the pending jobs in `db` (those of `input` when given) look idle since `days` days ago (their last checkpoint). */
+function ageJobs(db: string, days: number, input?: string): void {
+  for (const name of fs.readdirSync(db).filter((n) => n.startsWith('.import-job-'))) {
+    const file = path.join(db, name, 'state.json');
+    const state = JSON.parse(fs.readFileSync(file, 'utf8')) as { updatedAt: string; inputs: { path: string }[] };
+    if (input !== undefined && !state.inputs.some((i) => i.path === path.resolve(input))) continue;
+    state.updatedAt = new Date(Date.now() - days * 86400_000).toISOString();
+    fs.writeFileSync(file, JSON.stringify(state));
+  }
+}
+
+test("a night's import lists the other pending jobs and discards those idle past --pending-max-age", async () => {
+  const db = path.join(root, 'db-expiry');
+  const monday = path.join(root, 'orders-monday.csv');
+  writeInput(monday, 20_000, 3);
+  await pendingJobIn(monday, db);
+  const tuesday = path.join(root, 'orders-tuesday.csv');
+  writeInput(tuesday, 20_000, 5);
+  await pendingJobIn(tuesday, db);
+  expect((await pending(db)).pending).toHaveLength(2);
+  ageJobs(db, 5, monday);
+  // Wednesday's import: Monday's job (5 days idle) goes, Tuesday's (minutes) stays and is listed.
+  const wednesday = path.join(root, 'orders-wednesday.csv');
+  writeInput(wednesday, 1_000, 7);
+  const r = await runCli(...importArgs(wednesday, db));
+  expect(r.code).toBe(0);
+  const report = (JSON.parse(r.stdout) as { pendingJobs: { discarded: { inputs: string[] }[]; pending: { inputs: string[] }[] } })
+    .pendingJobs;
+  expect(report.discarded.map((j) => j.inputs)).toEqual([[monday]]);
+  expect(report.pending.map((j) => j.inputs)).toEqual([[tuesday]]);
+  const left = await pending(db);
+  expect(left.pending.map((j) => j.inputs)).toEqual([[tuesday]]);
+  // never keeps even an old one; the human form says what it discarded.
+  ageJobs(db, 30);
+  const kept = await runCli(...importArgs(wednesday, db, ['--pending-max-age', 'never']));
+  expect(JSON.parse(kept.stdout).pendingJobs.discarded).toEqual([]);
+  const human = await runCli(...importArgs(wednesday, db).filter((a) => a !== '--json' && a !== '--quiet'), '--pending-max-age', '7d');
+  expect(human.code).toBe(0);
+  expect(human.stdout).toMatch(
+    /discarded pending import [0-9a-f]+ \(inputs .*orders-tuesday\.csv, idle 30\.0 d, [0-9.]+ MiB\): idle longer than --pending-max-age/,
+  );
+  expect((await pending(db)).pending).toEqual([]);
+  expect((await runCli(...importArgs(wednesday, db, ['--pending-max-age', '3 days']))).stderr).toContain(
+    '--pending-max-age must be a duration',
+  );
 });
