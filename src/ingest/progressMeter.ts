@@ -11,8 +11,8 @@
  * cells read at the wrong moment can dip.
  *
  * Contract:
- * - `observe(state, nowMs)` takes a sample (cheap: a small ring of at most MAX_SAMPLES); a new
- *   phase name starts the meter over.
+ * - `observe(state, nowMs)` takes a sample (cheap: at most MAX_SAMPLES kept, at least
+ *   MIN_SAMPLE_SPACING_MS apart); a new phase name starts the meter over.
  * - `rowsDone` and `bytesDone` never decrease within a phase; `bytesDone` never exceeds a known
  *   `bytesTotal`.
  * - rates are over the window from the newest sample at least WINDOW_MS old to now; null until
@@ -23,8 +23,14 @@ import { assert } from '../util/errors';
 
 /** A rate spans at least this much time. */
 export const WINDOW_MS = 1000;
-/** Samples kept: the window's reach at one sample per 100 ms, with room to spare. */
+/** Samples kept. */
 const MAX_SAMPLES = 64;
+/**
+ * Samples are at least this far apart, so the ones kept always reach back past WINDOW_MS
+ * (64 × 62 ms ≈ 4 s) however often a caller observes: a parse reporting every chunk (a few ms)
+ * would otherwise fill the ring with the last few hundred milliseconds and never have a rate.
+ */
+const MIN_SAMPLE_SPACING_MS = Math.ceil(WINDOW_MS / 16);
 
 export interface MeterSample {
   rowsDone: number;
@@ -66,7 +72,8 @@ export class ProgressMeter {
     const rowsDone = Math.max(this.last.rowsDone, s.rowsDone);
     this.last = { rowsDone, rowsTotal: s.rowsTotal, bytesDone, bytesTotal };
     const newest = this.samples[this.samples.length - 1];
-    if (newest === undefined || nowMs > newest.atMs) this.samples.push({ atMs: nowMs, rows: rowsDone, bytes: bytesDone });
+    if (newest === undefined || nowMs - newest.atMs >= MIN_SAMPLE_SPACING_MS)
+      this.samples.push({ atMs: nowMs, rows: rowsDone, bytes: bytesDone });
     if (this.samples.length > MAX_SAMPLES) this.samples.splice(0, this.samples.length - MAX_SAMPLES);
     return newPhase;
   }

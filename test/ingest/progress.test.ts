@@ -54,6 +54,13 @@ describe('the progress meter', () => {
     expect(m.read(1300)).toMatchObject({ rowsDone: 5, bytesDone: 0, rowsPerSecond: null, phaseSeconds: 0 });
   });
 
+  it('has a rate however often it is observed (a sample a millisecond for two seconds)', () => {
+    const m = new ProgressMeter();
+    for (let t = 0; t <= 2 * WINDOW_MS; t++) m.observe('parse', sample(t * 3, t * 3, null), t);
+    // Three rows a millisecond: 3,000 a second over the last second or more.
+    expect(m.read(2 * WINDOW_MS).rowsPerSecond).toBe(3000);
+  });
+
   it('has an ETA that converges on the time left at a steady rate, from rows when bytes have no total', () => {
     const m = new ProgressMeter();
     const totalRows = 10_000;
