@@ -39,7 +39,7 @@ import {
   addOptions,
   diskQuotaOf,
   stepCheckpointsOf,
-  toImportOptions,
+  importSettingsOf,
 } from './importOptions';
 import { withFinalEvent } from './progressEvents';
 import { SERVER_OPTIONS, TargetOptions } from './serverTarget';
@@ -124,7 +124,7 @@ export async function runImportToDir(inputs: string[], o: ImportCliOptions & Res
   const progress = Progress.forOption(o.progress, o.quiet === true);
   await withFinalEvent(progress, async () => {
     const job = new CsvImport({
-      ...toImportOptions(inputs, o),
+      ...importSettingsOf(inputs, o),
       outputDir,
       progress,
       // --no-resume discards a pending job and starts over; the new run is resumable all the same.

@@ -23,7 +23,7 @@ import { DbImportMode, DbImportOptions } from '../../src/ingest/importIntoDb';
 import { DbTextCodec } from './dbText';
 
 export { CONFLICT_CHECK_OPTIONS, DB_POLICY_OPTIONS, IMPORT_OPTIONS, OptionDef } from '../../src/ingest/options/optionTable';
-export { importSettingsOf as toImportOptions } from '../../src/ingest/options/importSettings';
+export { importSettingsOf } from '../../src/ingest/options/importSettings';
 import { parseByteSize } from '../../src/ingest/options/optionText';
 
 export { parseByteSize };

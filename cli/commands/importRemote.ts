@@ -22,7 +22,7 @@ import { ConflictReport, writeConflictReport } from '../../src/conflict/report';
 import { ServerClient, UploadFile } from '../serverClient';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
-import { PipelineCliOptions, toImportOptions } from './importOptions';
+import { PipelineCliOptions, importSettingsOf } from './importOptions';
 import { TargetOptions, withServer } from './serverTarget';
 import { runInterruptible } from './interrupt';
 import { printCheckResult, printImportResult } from './importOutput';
@@ -70,7 +70,7 @@ function resultOf(
 }
 
 export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mode: DbImportMode): Promise<void> {
-  const settings = toImportOptions(inputs, o);
+  const settings = importSettingsOf(inputs, o);
   const codec = new DbTextCodec({ keySpec: settings.key });
   const tmpRoot = settings.tmpDir ?? os.tmpdir();
   fs.mkdirSync(tmpRoot, { recursive: true });

@@ -32,8 +32,8 @@ import * as os from 'os';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError, isNoSpaceError } from '../util/errors';
-import { displayName, isSplittable } from './csv/inputSource';
-import { ImportPlan, parseSettingsOf, planImport, rowOriginSourcesOf } from './phases';
+import { isSplittable } from './csv/inputSource';
+import { ImportPlan, inputNamer, mergeTaskBase, parseSettingsOf, planImport, rowOriginSourcesOf } from './phases';
 import { KeySpec } from './rows/keySpec';
 import { MergeResult, mergeRunsIntoRun, mergeRunsIntoSsts } from './sort/mergeToSsts';
 import { Progress } from './progress';
@@ -78,6 +78,8 @@ function defaultMergeThreads(runBytes: number): number {
 /** What setUp settles before any phase runs: the plan, and what runs it here. */
 interface ImportSetup {
   plan: ImportPlan;
+  /** The name an input path goes by (the plan's inputNames: ImportOptions.inputNames, else its path or "stdin"). */
+  nameOf: InputNamer;
   budget: MemoryBudget;
   keySpec: KeySpec;
   progress: Progress;
@@ -116,12 +118,6 @@ export class CsvImport {
 
   constructor(private readonly opts: ImportOptions) {}
 
-  /** The name an input path goes by (ImportOptions.inputNames, else its path or "stdin"). */
-  private readonly nameOf: InputNamer = (file) => {
-    const i = this.opts.inputs.indexOf(file);
-    return i >= 0 && this.opts.inputNames !== undefined ? this.opts.inputNames[i] : displayName(file);
-  };
-
   /** Removes everything the import made so far, but what its journal keeps for a resume; safe from a signal handler (synchronous). */
   cleanupSync(): void {
     this.mergePool?.close();
@@ -152,7 +148,7 @@ export class CsvImport {
     const o = this.opts;
     const setup = this.setUp();
     this.checkQuota(setup);
-    this.journal = openImportJournal(o, setup.plan.totalInputBytes, this.journal.token, this.quota, this.nameOf, () =>
+    this.journal = openImportJournal(o, setup.plan.totalInputBytes, this.journal.token, this.quota, setup.nameOf, () =>
       this.prepareOutputDir(o.outputDir, true),
     );
     this.startMergeWorkersAhead(setup);
@@ -255,6 +251,7 @@ export class CsvImport {
     const plan = planImport(this.opts);
     return {
       plan,
+      nameOf: inputNamer(plan),
       budget: new MemoryBudget(plan.memoryLimitBytes),
       keySpec: KeySpec.of(this.opts.key ?? '1'),
       progress: this.opts.progress ?? new Progress(false),
@@ -272,7 +269,7 @@ export class CsvImport {
       workDir,
     );
     this.doing = { what: 'merging the runs into SSTs', dir: o.outputDir };
-    const locate = locatorOf(outcome.sources, this.nameOf);
+    const locate = locatorOf(outcome.sources, s.nameOf);
     if (o.rejectsPath !== undefined) writeRejects(o.rejectsPath, outcome.badRows, locate);
     return { outcome, threads, locate };
   }
@@ -301,17 +298,7 @@ export class CsvImport {
     try {
       const inWorkers =
         threads > 0
-          ? await parseInWorkers(
-              o.inputs,
-              settings,
-              threads,
-              s.budget,
-              s.progress,
-              this.nameOf,
-              o.parseTaskBytes,
-              resume,
-              this.mergeHandOver,
-            )
+          ? await parseInWorkers(o.inputs, settings, threads, s.budget, s.progress, s.nameOf, o.parseTaskBytes, resume, this.mergeHandOver)
           : null;
       // null: the workers had no record to bind the columns from, though there is data (only bad
       // rows where the probe looked); the in-process parse reports each bad row as it should.
@@ -319,7 +306,7 @@ export class CsvImport {
         inWorkers !== null
           ? { outcome: inWorkers, threads }
           : {
-              outcome: await parseWholeInputs(o.inputs, settings, s.plan.parser === 'fast', s.budget, s.progress, this.nameOf, () =>
+              outcome: await parseWholeInputs(o.inputs, settings, s.plan.parser === 'fast', s.budget, s.progress, s.nameOf, () =>
                 this.nextRunPath(),
               ),
               threads: 0,
@@ -329,7 +316,7 @@ export class CsvImport {
     } catch (e) {
       // The import fails, but the rows that made it fail are still worth a rejects file.
       if (e instanceof TooManyBadRowsError && o.rejectsPath !== undefined)
-        writeRejects(o.rejectsPath, e.badRows, locatorOf(e.sources, this.nameOf));
+        writeRejects(o.rejectsPath, e.badRows, locatorOf(e.sources, s.nameOf));
       throw e;
     } finally {
       s.progress.done();
@@ -350,7 +337,7 @@ export class CsvImport {
     const runs = this.fanIn(s, outcome.runs, s.budget.mergeFanIn(mergeThreads));
     const inWorkers = mergeThreads > 1 || o.mergeOffMainThread === true;
     const ranges = inWorkers && runs.length > 0 ? planKeyRanges(runs, mergeThreads) : [];
-    const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources, this.nameOf) : null;
+    const rowOrigins = o.writeRowOrigins === true ? rowOriginSourcesOf(outcome.sources, s.nameOf) : null;
     let merge: MergeResult;
     let written: WrittenFile[];
     try {
@@ -444,17 +431,8 @@ export class CsvImport {
   ): Promise<{ merge: MergeResult; files: WrittenFile[] }> {
     const o = this.opts;
     const { plans, reporting } = this.journal.workerMerge(runs, ranges, o.outputDir);
-    const base = {
-      policy: s.plan.policy,
-      readBufferBytes: s.budget.mergeReadBufferBytes(runs.length * plans.length),
-      outputDir: o.outputDir,
-      token: this.journal.token,
-      targetFileSizeBytes: s.plan.targetFileSizeBytes,
-      // Each merge worker compresses its own blocks: a compression thread per worker would put
-      // twice as many busy threads as cores on a two-core machine (docs/import.md).
-      sstOptions: { ...s.plan.sstOptions, backgroundCompression: false },
-      rowOrigins,
-    };
+    const readBufferBytes = s.budget.mergeReadBufferBytes(runs.length * plans.length);
+    const base = mergeTaskBase(s.plan, readBufferBytes, o.outputDir, this.journal.token, rowOrigins);
     return mergeInWorkers(runs, plans, base, rowsRead, s.progress, o.workerNiceness ?? 0, reporting, this.mergePool);
   }
 

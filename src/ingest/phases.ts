@@ -29,7 +29,7 @@
 import { IngestError, assert } from '../util/errors';
 import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { CsvDialect, fastPathRefusal, normalizeDialect } from './csv/csvDialect';
-import { checkInputs, displayName, statInputSize } from './csv/inputSource';
+import { checkInputs, displayName } from './csv/inputSource';
 import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions } from './importTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES, MemoryBudget } from './memoryBudget';
 import { InputNamer, ParseOutcome, ParseSettings, ParseTaskResult, SourceInfo } from './parse/parseTypes';
@@ -40,7 +40,7 @@ import { BoundLayout, LayoutPlan } from './parse/rowSink';
 import { KeySpec } from './rows/keySpec';
 import { DuplicatePolicy } from './sort/mergeToSsts';
 import { MergeRangeTask, MergedRange, combineMergeRanges } from './sort/mergeRange';
-import { planKeyRanges, readRegionsOf } from './sort/parallelMerge';
+import { MergeTaskBase, mergeRangeTasks, planKeyRanges } from './sort/parallelMerge';
 import { SortBuffer } from './sort/sortBuffer';
 import { RowOriginSources, WrittenFile, publishFiles } from './sort/sstSetWriter';
 
@@ -72,7 +72,7 @@ export interface ImportPlan {
 
 /** Checks the options and settles them; touches no file but the inputs' sizes. Bad options are USAGE errors. */
 export function planImport(o: ImportOptions): ImportPlan {
-  checkInputs(o.inputs);
+  const inputSizes = checkInputs(o.inputs);
   if (o.inputNames !== undefined && o.inputNames.length !== o.inputs.length) {
     throw new IngestError('INVALID_ARGUMENT', `inputNames has ${o.inputNames.length} names for ${o.inputs.length} inputs`);
   }
@@ -82,7 +82,6 @@ export function planImport(o: ImportOptions): ImportPlan {
   const parserChoice = o.parser ?? 'auto';
   if (parserChoice === 'fast' && refusal !== null) throw new IngestError('USAGE', `--parser fast cannot run this dialect: ${refusal}`);
   const fast = parserChoice !== 'csv-parse' && refusal === null;
-  const inputSizes = o.inputs.map((p) => (p === '-' ? null : statInputSize(p)));
   const memoryLimitBytes = o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
   // Refuses a limit below the minimum now, before anything is read.
   new MemoryBudget(memoryLimitBytes);
@@ -230,22 +229,30 @@ export function planMerge(plan: ImportPlan, outcome: ParseOutcome, ranges: numbe
   assert(runs.length <= budget.mergeFanIn(ranges), `${runs.length} runs, more than one merge may read at once`);
   const plans = runs.length === 0 ? [] : planKeyRanges(runs, Math.max(1, ranges));
   assertRangesCoverKeys(plans);
-  const readBufferBytes = budget.mergeReadBufferBytes(runs.length * plans.length);
   const rowOrigins = plan.writeRowOrigins ? rowOriginSourcesOf(outcome.sources, inputNamer(plan)) : null;
-  return plans.map((range, partition) => ({
-    ...range,
-    runs,
-    regions: readRegionsOf(runs, plans, partition),
-    partition,
+  const readBufferBytes = budget.mergeReadBufferBytes(runs.length * plans.length);
+  return mergeRangeTasks(runs, plans, mergeTaskBase(plan, readBufferBytes, outputDir, token, rowOrigins));
+}
+
+/** What every key range's merge task of the plan shares (parallelMerge.ts's MergeTaskBase). */
+export function mergeTaskBase(
+  plan: ImportPlan,
+  readBufferBytes: number,
+  outputDir: string,
+  token: string,
+  rowOrigins: RowOriginSources | null,
+): MergeTaskBase {
+  return {
     policy: plan.policy,
     readBufferBytes,
     outputDir,
     token,
     targetFileSizeBytes: plan.targetFileSizeBytes,
-    // Each range compresses its own blocks: a range is one thread's work (docs/import.md).
+    // Each range compresses its own blocks: a compression thread per merge thread would put
+    // twice as many busy threads as cores on a two-core machine (docs/import.md).
     sstOptions: { ...plan.sstOptions, backgroundCompression: false },
     rowOrigins,
-  }));
+  };
 }
 
 /** Key ranges in order: the first unbounded below, the last above, each starting where the last ended. */

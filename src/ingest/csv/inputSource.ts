@@ -176,19 +176,21 @@ export function statInputSize(p: string): number {
 /**
  * Checks the inputs before anything reads them or is made for them: every one a file that exists
  * (not a directory; `-` is stdin, at most once), none given twice (the same file under two paths
- * included: its rows would all be duplicates). USAGE or BAD_INPUT naming the input.
+ * included: its rows would all be duplicates). USAGE or BAD_INPUT naming the input. Returns
+ * each input's size in bytes (null for stdin).
  */
-export function checkInputs(inputs: readonly string[]): void {
+export function checkInputs(inputs: readonly string[]): (number | null)[] {
   if (inputs.length === 0) throw new IngestError('USAGE', 'import needs at least one input file (or - for stdin)');
   if (inputs.filter((p) => p === '-').length > 1) throw new IngestError('USAGE', 'stdin (-) may be given only once');
   const seen = new Map<string, string>();
-  for (const p of inputs) {
-    if (p === '-') continue;
-    statInputSize(p);
+  return inputs.map((p) => {
+    if (p === '-') return null;
+    const size = statInputSize(p);
     const real = fs.realpathSync(p);
     const earlier = seen.get(real);
     if (earlier !== undefined)
       throw new IngestError('USAGE', earlier === p ? `input ${p} is given twice` : `inputs ${earlier} and ${p} are the same file`);
     seen.set(real, p);
-  }
+    return size;
+  });
 }

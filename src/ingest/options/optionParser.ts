@@ -48,7 +48,12 @@ function takesValue(def: OptionDef): boolean {
   return /[<[]/.test(def.flags);
 }
 
+/** Each table's declarations by long name, built once per table (the server reads one per query parameter). */
+const namedOptionsOf = new WeakMap<readonly OptionDef[], Map<string, NamedOption>>();
+
 function namedOptions(defs: readonly OptionDef[]): Map<string, NamedOption> {
+  const built = namedOptionsOf.get(defs);
+  if (built !== undefined) return built;
   const byName = new Map<string, NamedOption>();
   for (const def of defs) {
     const { name, negated } = longNameOf(def.flags);
@@ -57,6 +62,7 @@ function namedOptions(defs: readonly OptionDef[]): Map<string, NamedOption> {
     else entry.positive = def;
     byName.set(name, entry);
   }
+  namedOptionsOf.set(defs, byName);
   return byName;
 }
 

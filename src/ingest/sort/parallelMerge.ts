@@ -20,7 +20,7 @@ import { DuplicatePair, MergeCheckpoint, MergeResult } from './mergeToSsts';
 import { Progress } from '../progress';
 import { FIRST_ENTRY_OFFSET, RunInfo, RunReadPlan, endOffsetAtOrAbove, startOffsetBelow } from './runFile';
 import { WrittenFile } from './sstSetWriter';
-import { MergeRangeTask, combineMergeRanges, removeMergedFiles } from './mergeRange';
+import { MergeRangeTask, MergedRange, combineMergeRanges, removeMergedFiles } from './mergeRange';
 import { startModuleWorker } from '../../util/workerBootstrap';
 
 const PROGRESS_INTERVAL_MS = 200;
@@ -164,10 +164,13 @@ export type MergeTaskBase = Omit<
   'runs' | 'startOffsets' | 'regions' | 'lowHex' | 'highHex' | 'partition' | 'progress' | 'report' | 'recorded'
 >;
 
-/** One range's outcome from its worker: its result and all its files, earlier attempts' first. */
-interface RangeOutcome {
-  result: MergeResult;
-  files: WrittenFile[];
+/**
+ * One task per key range: `base` with each range's bounds, start offsets and read regions (what
+ * it alone reads of each run, readRegionsOf). The merge's workers and a caller of the phase
+ * functions (src/ingest/phases.ts) build their tasks here.
+ */
+export function mergeRangeTasks(runs: RunInfo[], ranges: readonly KeyRangePlan[], base: MergeTaskBase): MergeRangeTask[] {
+  return ranges.map((range, partition) => ({ ...base, runs, ...range, regions: readRegionsOf(runs, ranges, partition), partition }));
 }
 
 export async function mergeInWorkers(
@@ -184,19 +187,11 @@ export async function mergeInWorkers(
   const recorded = new SharedArrayBuffer(ranges.length * Int32Array.BYTES_PER_ELEMENT);
   const timer = reportMergeProgress(new Float64Array(cells), ranges.length, totalRows, progress);
   const replies = await Promise.allSettled(
-    ranges.map((range, partition) => {
+    mergeRangeTasks(runs, ranges, base).map((rangeTask) => {
+      const partition = rangeTask.partition;
       const report =
         reporting === null ? null : { initial: reporting.initial[partition], firstFileIndex: reporting.finished[partition].length + 1 };
-      const task: MergeTask = {
-        ...base,
-        runs,
-        ...range,
-        regions: readRegionsOf(runs, ranges, partition),
-        partition,
-        progress: cells,
-        report,
-        recorded,
-      };
+      const task: MergeTask = { ...rangeTask, progress: cells, report, recorded };
       return mergeRangeInWorker(task, pool, niceness, reporting);
     }),
   );
@@ -235,10 +230,10 @@ function mergeRangeInWorker(
   pool: MergeWorkerPool | null,
   niceness: number,
   reporting: RangeReporting | null,
-): Promise<RangeOutcome> {
+): Promise<MergedRange> {
   const partition = task.partition;
   const recordedFiles = new Int32Array(task.recorded);
-  return new Promise<RangeOutcome>((resolve, reject) => {
+  return new Promise<MergedRange>((resolve, reject) => {
     const standby = pool?.take() ?? null;
     const w = standby ?? startModuleWorker(__filename, 'mergeWorker', task, { niceness });
     if (standby !== null) standby.postMessage(task);
