@@ -5,7 +5,8 @@
 #   native/ingestExports.c   the import: its CSV fast path (rowParse.c), its sort and run gather
 #       (rowSort.c), its merge of runs into data blocks (mergeBlocks.c)
 #   native/utilExports.c     huge-page advice and page release for large buffers, early
-#       writeback and hole punching of files (writeback.c), the thread CPU clock
+#       writeback and hole punching of files (writeback.c), the thread CPU clock, whole-file
+#       fcntl locks (the database LOCK's, src/util/fileLock.ts)
 #   native/napiHelpers.c     the argument checks and coded errors the three share
 # Built by `npm ci` through scripts/build-native.js; the code falls back to JavaScript packages
 # when the build is unavailable (src/util/nativeAddon.ts loads it; each layer's face is

@@ -39,7 +39,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Engine } from '../src/engine/engine';
-import { DbImportOptions, DbImportResult, importIntoDb } from '../src/ingest/importIntoDb';
+import { DbImportOptions, DbImportResult, ImportIntoDbOptions, importIntoDb } from '../src/ingest/importIntoDb';
 import { OnConflict } from '../src/conflict/policy';
 import { BusyWriter, startBusyWriter } from './busy-writer';
 import { FIRST_TRADE_ID } from './gen-trades';
@@ -203,11 +203,13 @@ export async function runIntoDb(a: IntoDbArgs): Promise<IntoDbReport> {
   await importIntoDb({ dbDir: baseDir, import: { ...a.importOptions, inputs: [a.existingCsv] }, onConflict: 'abort' });
   const baseLoadSeconds = (performance.now() - t0) / 1000;
   const runDir = path.join(a.workDir, 'run');
-  const options = (engine: Engine): DbImportOptions => ({
+  const options = (engine: Engine): ImportIntoDbOptions => ({
     dbDir: runDir,
     engine,
     import: { ...a.importOptions, inputs: [a.importCsv] },
     onConflict: a.onConflict,
+    // The run under abort is measured too: its result, not an ImportConflictError.
+    throwOnConflicts: false,
   });
 
   let e = await openRunCopy(baseDir, runDir, a);

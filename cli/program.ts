@@ -32,6 +32,7 @@ import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';
 import { registerPendingCommand } from './commands/pending';
 import { registerServeCommand } from './commands/serve';
+import { registerWorkerCommand } from './commands/worker';
 
 /**
  * The error's message, and for a database a running server holds (its SERVER record names the
@@ -67,6 +68,7 @@ export function buildProgram(request: OutputRequest = { json: false, progressJso
   registerDbCommands(program);
   registerServeCommand(program);
   registerPendingCommand(program);
+  registerWorkerCommand(program);
   return program;
 }
 

@@ -206,7 +206,11 @@ export class ServerClient {
    * Uploads files to POST /v1/imports/sst?query as multipart/form-data, streamed from disk.
    * Resolves with the status (200 or 409) and the JSON document; any other status is thrown.
    */
-  async uploadSsts(files: readonly UploadFile[], query: URLSearchParams): Promise<{ status: number; document: Record<string, unknown> }> {
+  async uploadSsts(
+    files: readonly UploadFile[],
+    query: URLSearchParams,
+    extraHeaders: Readonly<Record<string, string>> = {},
+  ): Promise<{ status: number; document: Record<string, unknown> }> {
     const boundary = `----sst-ingest-${randomBytes(12).toString('hex')}`;
     const heads = files.map((f) =>
       Buffer.from(
@@ -216,7 +220,7 @@ export class ServerClient {
     const tail = Buffer.from(`--${boundary}--\r\n`);
     const sizes = files.map((f) => fs.statSync(f.path).size);
     const length = heads.reduce((n, h, i) => n + h.length + sizes[i] + 2, tail.length);
-    const headers = { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': length };
+    const headers = { ...extraHeaders, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': length };
     const spec = { method: 'POST', pathAndQuery: `/v1/imports/sst?${query.toString()}`, headers, timeoutMs: UPLOAD_IDLE_TIMEOUT_MS };
     const res = await this.start(spec, (req) => void writeParts(req, files, heads, tail));
     const body = await readAll(res, this.url);

@@ -16,7 +16,8 @@
  *
  * Layouts:
  *   parseRows' layout: Int32Array [delimiter, quote, comment, fieldCount, keyField, keyType
- *       (0 bytes, 1 int64, 2 uint64), valueDelimiter, fixedBytes, source] (quote and comment -1
+ *       (0 bytes, 1 int64, 2 uint64), valueDelimiter, fixedBytes, source, valueFormat (0 raw,
+ *       1 csv)] (quote and comment -1
  *       for none; LAYOUT_* below, NATIVE_LAYOUT_* in src/ingest/rows/rowEncoder.ts); limits:
  *       Float64Array [arenaStart, memoryLimitBytes, bytesPerEntry]; state: Float64Array
  *       [pos, line, count, used], read and left where the call stopped.
@@ -158,6 +159,7 @@ enum {
   LAYOUT_VALUE_DELIMITER,
   LAYOUT_FIXED_BYTES,
   LAYOUT_SOURCE,
+  LAYOUT_VALUE_FORMAT,
   LAYOUT_SLOTS
 };
 
@@ -168,7 +170,8 @@ static int row_parse_layout(RowParseArgs* a, const int32_t* layout, const int32_
   if (layout[LAYOUT_FIELD_COUNT] < 1 || layout[LAYOUT_FIELD_COUNT] > ROW_PARSE_MAX_FIELDS || layout[LAYOUT_KEY_FIELD] < 0 ||
       layout[LAYOUT_KEY_FIELD] >= layout[LAYOUT_FIELD_COUNT] || layout[LAYOUT_KEY_TYPE] < ROW_PARSE_KEY_BYTES ||
       layout[LAYOUT_KEY_TYPE] > ROW_PARSE_KEY_UINT64 || layout[LAYOUT_VALUE_DELIMITER] < 0 || layout[LAYOUT_VALUE_DELIMITER] > 255 ||
-      layout[LAYOUT_FIXED_BYTES] < 0 || layout[LAYOUT_SOURCE] < 0)
+      layout[LAYOUT_FIXED_BYTES] < 0 || layout[LAYOUT_SOURCE] < 0 || layout[LAYOUT_VALUE_FORMAT] < ROW_PARSE_VALUE_RAW ||
+      layout[LAYOUT_VALUE_FORMAT] > ROW_PARSE_VALUE_CSV)
     return 0;
   for (size_t i = 0; i < valueFieldCount; i++)
     if (valueFields[i] < 0 || valueFields[i] >= layout[LAYOUT_FIELD_COUNT]) return 0;
@@ -183,6 +186,7 @@ static int row_parse_layout(RowParseArgs* a, const int32_t* layout, const int32_
   a->valueDelimiter = (uint8_t)layout[LAYOUT_VALUE_DELIMITER];
   a->fixedBytes = (uint32_t)layout[LAYOUT_FIXED_BYTES];
   a->sourceId = (uint32_t)layout[LAYOUT_SOURCE];
+  a->valueFormat = layout[LAYOUT_VALUE_FORMAT];
   return 1;
 }
 
@@ -204,8 +208,8 @@ static int row_parse_columns(napi_env env, napi_value* argv, RowParseArgs* a) {
 /*
  * parseRows(src, end, stopAt, layout, valueFields, arena, limits, offset, keyLength, valueLength,
  * source, line, state) -> records taken: row_parse (rowParse.c). layout is an Int32Array
- * [delimiter, quote, comment, fieldCount, keyField, keyType, valueDelimiter, fixedBytes, source]
- * (quote and comment -1 for none); limits a Float64Array [arenaStart, memoryLimitBytes,
+ * [delimiter, quote, comment, fieldCount, keyField, keyType, valueDelimiter, fixedBytes, source,
+ * valueFormat] (quote and comment -1 for none; valueFormat 0 raw, 1 csv); limits a Float64Array [arenaStart, memoryLimitBytes,
  * bytesPerEntry]; state a Float64Array [pos, line, count, used], read and left where the
  * call stopped. Arguments out of range are INVALID_ARGUMENT before anything is written.
  */

@@ -6,12 +6,17 @@
  * row, whose call costs more than its 100 bytes), 40 ms parsing integer keys and 30 ms
  * committing entries. Here one call does all of it for a whole read window.
  *
- * What it does is exactly what CsvTokenizer's fast path, RowEncoder (raw values, a one-column
+ * What it does is exactly what CsvTokenizer's fast path, RowEncoder (raw or csv values, a one-column
  * key) and SortBuffer.reserve/commit do for the same records (src/ingest/csv/csvTokenizer.ts,
  * src/ingest/rows/rowEncoder.ts, keySpec.ts, src/ingest/sort/sortBuffer.ts); anything else —
  * a quote, an empty line, a comment, a field count or key the encoder would refuse, a full
  * buffer — stops the call at that record and JavaScript takes it, with its own errors. The
  * differential tests run both paths over the same inputs and compare every entry.
+ *
+ * csv values: a field here holds no delimiter (it ends at one), no LF (the record does), no quote
+ * (refused); a CR inside a record is field data (only the one before the LF is the line end), so
+ * with csv a record holding another CR is refused too. What is left needs no quoting, and csv
+ * writes it exactly as raw does; only the bound differs (2 bytes per record byte, as in JavaScript).
  *
  * Integer keys: an optional sign (`-` for int64 only, `+` for both), then 1 or more ASCII
  * digits, at most 21 bytes in all, in range; written as 8 bytes big-endian (int64 with its sign
@@ -101,12 +106,13 @@ static inline int end_field(int* fields, size_t* fieldStart, size_t end, size_t*
 
 /*
  * Splits src[pos, lf) into fields; -1 when it holds a quote or more than ROW_PARSE_MAX_FIELDS
- * fields. With SSE2 (every x86-64) it compares 16 bytes at a time and walks the delimiters' bits:
- * a byte at a time this loop was most of the parse's time (about 650 MB/s on the 2-core VM for
- * trade rows of ~107 bytes and 15 fields; see docs/import.md). Same result either way: a quote
- * anywhere, or one field too many anywhere, refuses the record.
+ * fields, or with `refuseCr` a CR anywhere but right before lf. With SSE2 (every x86-64) it
+ * compares 16 bytes at a time and walks the delimiters' bits: a byte at a time this loop was
+ * most of the parse's time (about 650 MB/s on the 2-core VM for trade rows of ~107 bytes and 15
+ * fields; see docs/import.md). Same result either way: a quote (or refused CR) anywhere, or one
+ * field too many anywhere, refuses the record.
  */
-static int split_fields(const RowParseArgs* a, size_t pos, size_t lf, size_t* starts, size_t* ends) {
+static int split_fields(const RowParseArgs* a, size_t pos, size_t lf, int refuseCr, size_t* starts, size_t* ends) {
   const uint8_t* src = a->src;
   const uint8_t delimiter = (uint8_t)a->delimiter;
   const int quote = a->quote;
@@ -116,9 +122,15 @@ static int split_fields(const RowParseArgs* a, size_t pos, size_t lf, size_t* st
 #ifdef __SSE2__
   const __m128i delimiters = _mm_set1_epi8((char)delimiter);
   const __m128i quotes = _mm_set1_epi8((char)(quote >= 0 ? quote : delimiter));
+  const __m128i crs = _mm_set1_epi8((char)CR);
   for (; j + 16 <= lf; j += 16) {
     const __m128i bytes = _mm_loadu_si128((const __m128i*)(src + j));
     if (quote >= 0 && _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, quotes)) != 0) return -1;
+    if (refuseCr) {
+      unsigned cr = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, crs));
+      /* The only CR allowed is the last byte before lf, alone. */
+      if (cr != 0 && ((cr & (cr - 1)) != 0 || j + (size_t)__builtin_ctz(cr) != lf - 1)) return -1;
+    }
     unsigned hits = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, delimiters));
     while (hits != 0) {
       if (!end_field(&fields, &fieldStart, j + (size_t)__builtin_ctz(hits), starts, ends)) return -1;
@@ -129,6 +141,7 @@ static int split_fields(const RowParseArgs* a, size_t pos, size_t lf, size_t* st
   for (; j < lf; j++) {
     uint8_t b = src[j];
     if ((int)b == quote) return -1;
+    if (refuseCr && b == CR && j != lf - 1) return -1;
     if (b == delimiter && !end_field(&fields, &fieldStart, j, starts, ends)) return -1;
   }
   starts[fields] = fieldStart;
@@ -140,7 +153,8 @@ static int split_fields(const RowParseArgs* a, size_t pos, size_t lf, size_t* st
 static int commit_record(const RowParseArgs* a, RowParseState* st, size_t recordStart, const size_t* starts,
                          const size_t* ends) {
   size_t recordBytes = ends[a->fieldCount - 1] - recordStart;
-  size_t bound = (recordBytes > FIXED_INT_BYTES ? recordBytes : FIXED_INT_BYTES) + a->fixedBytes + recordBytes;
+  size_t valueBound = a->valueFormat == ROW_PARSE_VALUE_CSV ? 2 * recordBytes : recordBytes;
+  size_t bound = (recordBytes > FIXED_INT_BYTES ? recordBytes : FIXED_INT_BYTES) + a->fixedBytes + valueBound;
   size_t held = st->used - a->arenaStart + (size_t)st->count * a->bytesPerEntry;
   if (st->count >= a->slots || st->used + bound > a->arenaBytes || held + bound + a->bytesPerEntry > a->memoryLimitBytes)
     return 0;
@@ -177,7 +191,7 @@ uint32_t row_parse(const RowParseArgs* a, RowParseState* st) {
     const uint8_t* lfp = memchr(src + pos, LF, a->end - pos);
     if (lfp == NULL) break;
     size_t lf = (size_t)(lfp - src);
-    int fields = split_fields(a, pos, lf, starts, ends);
+    int fields = split_fields(a, pos, lf, a->valueFormat == ROW_PARSE_VALUE_CSV, starts, ends);
     if (fields < 0 || (uint32_t)fields != a->fieldCount) break;
     if (!commit_record(a, st, pos, starts, ends)) break;
     taken++;

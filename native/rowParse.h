@@ -10,6 +10,11 @@
 #define ROW_PARSE_KEY_INT64 1
 #define ROW_PARSE_KEY_UINT64 2
 
+/* Value formats (RowEncoder's, src/ingest/rows/rowEncoder.ts): csv writes a record with no quote, no
+ * CR inside and so no field to quote exactly as raw does, and may take twice its bytes in a bound. */
+#define ROW_PARSE_VALUE_RAW 0
+#define ROW_PARSE_VALUE_CSV 1
+
 /* Fields a record may have on this path; a wider record is left to JavaScript. */
 #define ROW_PARSE_MAX_FIELDS 256
 
@@ -23,15 +28,17 @@ typedef struct {
   int quote;   /* -1: none */
   int comment; /* -1: none */
   /* Layout: every record has fieldCount fields; the key is field keyField of type keyType; the value is
-   * the raw join of valueFields (valueFieldCount of them) by valueDelimiter. */
+   * the raw join of valueFields (valueFieldCount of them) by valueDelimiter, for raw and csv alike
+   * (csv: records holding a CR before their line end are left to JavaScript, which quotes it). */
   uint32_t fieldCount;
   uint32_t keyField;
   int keyType;
   const int32_t* valueFields;
   uint32_t valueFieldCount;
   uint8_t valueDelimiter;
-  /* RowEncoder.boundBytes(n) = max(n, 8) + fixedBytes + n for a one-column key. */
+  /* RowEncoder.boundBytes(n) = max(n, 8) + fixedBytes + n (csv: + 2n) for a one-column key. */
   uint32_t fixedBytes;
+  int valueFormat; /* ROW_PARSE_VALUE_* */
   /* SortBuffer: rows go to arena[used..]; reserve() is checked as SortBuffer.reserve does. */
   uint8_t* arena;
   size_t arenaBytes;
@@ -58,7 +65,7 @@ typedef struct {
 /*
  * Takes records from state->pos for as long as each is simple: it starts before stopAt with a
  * byte other than LF, CR and the comment byte, ends with an LF before `end`, holds no quote byte
- * and at most ROW_PARSE_MAX_FIELDS fields, has fieldCount fields, a key that parses, and fits in
+ * (csv: and no CR but one right before that LF) and at most ROW_PARSE_MAX_FIELDS fields, has fieldCount fields, a key that parses, and fits in
  * the sort buffer. Each is encoded at arena[used] (key, then value) and committed as entry
  * `count` (one line each; a CR before the LF belongs to the line end). Stops at the first record
  * that is not simple, leaving it to the JavaScript path; returns the records taken.

@@ -1,10 +1,11 @@
 /*
  * utilExports: the generic helpers' Node-API glue (C11), registered by addon.c: memory advice,
- * file-range hints and the thread CPU clock, which know nothing of tables or rows. Its
- * TypeScript face is src/util/nativeUtil.ts; the file-range calls are writeback.c.
+ * file-range hints, the thread CPU clock and whole-file locks, which know nothing of tables or
+ * rows. Its TypeScript faces are src/util/nativeUtil.ts and, for the locks, src/util/fileLock.ts;
+ * the file-range calls are writeback.c.
  *
- * Exports (all synchronous; each is a hint or a measurement: a false or -1 result means "not
- * done here", never an error, so callers need no fallback beyond skipping the hint):
+ * Exports (all synchronous; the first five are hints or measurements: a false or -1 result means
+ * "not done here", never an error, so callers need no fallback beyond skipping the hint):
  *   adviseHugePages(view) -> boolean  madvise(MADV_HUGEPAGE) over the view's 2 MiB-aligned
  *       interior, for a large fresh buffer (the import's sort buffers)
  *   releasePages(view) -> boolean  madvise(MADV_DONTNEED) over the whole pages inside the view:
@@ -12,6 +13,16 @@
  *   startWriteback(fd, offset, length) -> boolean  start a file range's writeback (writeback.c)
  *   punchHole(fd, offset, length) -> boolean  free a file range's blocks and pages (writeback.c)
  *   threadCpuSeconds() -> number  the calling thread's own CPU time (CLOCK_THREAD_CPUTIME_ID)
+ *   lockWholeFile(fd) -> number  fcntl(F_SETLK) write lock over the whole file, as RocksDB locks
+ *       DIR/LOCK: 0 when taken, else the errno (EAGAIN, EACCES: another process holds a lock)
+ *   wholeFileLockHolder(fd) -> number  fcntl(F_GETLK): the pid of a process whose lock conflicts
+ *       with a whole-file write lock (0: one whose pid the kernel cannot give), -1 when none
+ *       does, -2 when the call fails
+ *
+ * Unlike the hints above, the two lock calls are the database's exclusion with RocksDB (src/util/
+ * fileLock.ts, src/engine/lockFile.ts): their result is never to be ignored. POSIX record locks
+ * belong to the process and are all dropped when it closes ANY descriptor of the file, so the
+ * caller keeps the one descriptor open while it holds the lock and opens the file nowhere else.
  *
  * Views are typed arrays of any element type; their memory is [data, data + byteLength), and only
  * whole pages (or 2 MiB units) inside it are advised, so a neighbour's memory is never touched.
@@ -23,6 +34,9 @@
 #define _DEFAULT_SOURCE
 #include "napiHelpers.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +165,66 @@ static napi_value thread_cpu_seconds_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* The one int32 fd argument of the lock calls; on failure throws INVALID_ARGUMENT and returns 0. */
+static int fd_argument(napi_env env, napi_callback_info info, const char* usage, int32_t* fd) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc != 1 || napi_get_value_int32(env, argv[0], fd) != napi_ok || *fd < 0) {
+    throw_invalid(env, usage);
+    return 0;
+  }
+  return 1;
+}
+
+/* A write lock over the whole file (l_len 0: to the end, however it grows), as RocksDB's LockFile takes. */
+static void whole_file_write_lock(struct flock* lock) {
+  memset(lock, 0, sizeof *lock);
+  lock->l_type = F_WRLCK;
+  lock->l_whence = SEEK_SET;
+  lock->l_start = 0;
+  lock->l_len = 0;
+}
+
+/*
+ * lockWholeFile(fd) -> number: fcntl(fd, F_SETLK) with a write lock over the whole file, without
+ * waiting. 0 when the lock is taken (or already this process's), else errno: EAGAIN or EACCES
+ * when another process holds a conflicting lock, EBADF when fd is not open for writing.
+ */
+static napi_value lock_whole_file_js(napi_env env, napi_callback_info info) {
+  int32_t fd;
+  if (!fd_argument(env, info, "lockWholeFile(fd)", &fd)) return NULL;
+  struct flock lock;
+  whole_file_write_lock(&lock);
+  int result = 0;
+  while (fcntl(fd, F_SETLK, &lock) != 0) {
+    if (errno == EINTR) continue;
+    result = errno;
+    break;
+  }
+  napi_value out;
+  napi_create_int32(env, result, &out);
+  return out;
+}
+
+/*
+ * wholeFileLockHolder(fd) -> number: fcntl(fd, F_GETLK) for a whole-file write lock: the pid of a
+ * process holding a lock that conflicts with it, 0 when one is held but the kernel cannot name
+ * its holder (across pid namespaces), -1 when none conflicts, -2 when the call fails. The calling
+ * process's own locks never conflict.
+ */
+static napi_value whole_file_lock_holder_js(napi_env env, napi_callback_info info) {
+  int32_t fd;
+  if (!fd_argument(env, info, "wholeFileLockHolder(fd)", &fd)) return NULL;
+  struct flock lock;
+  whole_file_write_lock(&lock);
+  int32_t holder = -2;
+  if (fcntl(fd, F_GETLK, &lock) == 0) holder = lock.l_type == F_UNLCK ? -1 : (int32_t)lock.l_pid;
+  napi_value out;
+  napi_create_int32(env, holder, &out);
+  return out;
+}
+
 napi_status util_register(napi_env env, napi_value exports) {
   napi_property_descriptor properties[] = {
       NAPI_EXPORT_FUNCTION("adviseHugePages", advise_huge_pages_js),
@@ -158,6 +232,8 @@ napi_status util_register(napi_env env, napi_value exports) {
       NAPI_EXPORT_FUNCTION("startWriteback", start_writeback_js),
       NAPI_EXPORT_FUNCTION("punchHole", punch_hole_js),
       NAPI_EXPORT_FUNCTION("threadCpuSeconds", thread_cpu_seconds_js),
+      NAPI_EXPORT_FUNCTION("lockWholeFile", lock_whole_file_js),
+      NAPI_EXPORT_FUNCTION("wholeFileLockHolder", whole_file_lock_holder_js),
   };
   return napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
 }

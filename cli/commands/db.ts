@@ -8,8 +8,13 @@
  * and closes it. Writes are durable when the command returns: close() syncs the WAL. `put`,
  * `delete` and `delete-range` create the database if it is missing; the other commands refuse a
  * directory that holds none (exit 2), so a mistyped --db never leaves an empty database behind.
- * The engine has no read-only open yet, so even a read starts a new WAL and MANIFEST; once
- * MAX_REPLAYED_LOGS_BEFORE_FLUSH WALs have piled up, opening flushes them into one L0 table.
+ * A read-write open starts a new WAL and MANIFEST; once MAX_REPLAYED_LOGS_BEFORE_FLUSH WALs have
+ * piled up, opening flushes them into one L0 table.
+ * `get`, `scan` and `stats` open the database read-only (EngineOptions.readOnly: no LOCK, nothing
+ * written) when its directory takes no writes (a read-only mount, EROFS; no write permission,
+ * EACCES), and with `--read-only` (as `ldb --readonly`); otherwise read-write as above, so that a
+ * database a server holds is reported as locked, naming the server. Writes to a directory that
+ * takes none fail with a message saying so (exit 1), not a stack trace.
  *
  * Keys and values on the command line and in the output: see dbText.ts (`--hex`, `--key SPEC`).
  *
@@ -33,10 +38,17 @@
  * - scan:   one object per line, {"key"|"keyHex", "value"|"valueHex"}
  * - stats:  {"lastSequence", "levels": [{"level", "files": [{"number", "sizeBytes", "smallestHex",
  *            "largestHex", "smallestSeq", "largestSeq"}]}] (all levels, L0 newest file first),
- *            "compaction": {...} when the engine counts compactions}
+ *            "compaction": {...} when the engine counts compactions,
+ *            "spaceAmplification": {"estimate", "tableBytes", "lastLevel", "lastLevelBytes"}}
  * - compact: {"filesPerLevelBefore": [...], "filesPerLevelAfter": [...]} (+ "compaction")
  * `--stats` on get and scan prints the perf context of the read (see src/base/perfContext.ts):
  * inside the object as "perf" for `get --json`, else as one line {"perf": {...}} on stderr.
+ * `--as-columns` on get and scan splits each value into its columns by the encoding the
+ * database records (DIR/VALUE-ENCODING, src/ingest/valueEncodingFile.ts; split by
+ * src/ingest/rows/valueColumns.ts): `name=value` lines (scan: under a `KEY :` line), or with
+ * --json the fields "columns" (or "columnsHex") and "lossy" instead of "value" (dbText.ts). A
+ * database that records none is a usage error (exit 2), and so is --as-columns with --server.
+ * Raw values are split at every delimiter: a note on stderr says that this is lossy.
  */
 import * as fs from 'fs';
 import { Command } from 'commander';
@@ -50,6 +62,9 @@ import { DbTextCodec, KeyFields } from './dbText';
 import { TargetOptions, dbDirOf, withServer } from './serverTarget';
 import type { ServerClient } from '../serverClient';
 import { StatsReport } from '../../src/engine/statsReport';
+import { VALUE_ENCODING_FILE_NAME, readValueEncoding } from '../../src/ingest/valueEncodingFile';
+import { ValueEncoding } from '../../src/ingest/rows/valueEncoding';
+import { splitValue } from '../../src/ingest/rows/valueColumns';
 
 interface CommonOptions extends TargetOptions {
   hex?: boolean;
@@ -57,8 +72,14 @@ interface CommonOptions extends TargetOptions {
   json?: boolean;
 }
 
-interface ReadCommandOptions extends CommonOptions {
+/** `--read-only` of get, scan and stats. */
+interface ReadOnlyOption {
+  readOnly?: boolean;
+}
+
+interface ReadCommandOptions extends CommonOptions, ReadOnlyOption {
   stats?: boolean;
+  asColumns?: boolean;
 }
 
 interface ScanOptions extends ReadCommandOptions {
@@ -89,16 +110,16 @@ function codecFor(o: CommonOptions): DbTextCodec {
   return DbTextCodec.forOptions(o);
 }
 
-async function openDb(dir: string, createIfMissing: boolean): Promise<Engine> {
+async function openDb(dir: string, createIfMissing: boolean, readOnly = false): Promise<Engine> {
   // Checked here rather than left to the engine so the message speaks the CLI's language.
   if (!createIfMissing && !fs.existsSync(currentFileName(dir))) {
     throw new IngestError('USAGE', `no database at ${dir} (put creates one)`);
   }
-  const engine = await Engine.open(dir, { createIfMissing });
+  const engine = await Engine.open(dir, { createIfMissing, readOnly });
   // Each open starts a new WAL and, while the recovered data is small, keeps the old ones live.
   // One command per open would leave one more WAL per command; flushing once enough have piled
   // up retires them into one table file.
-  if (engine.recovery.logsReplayed.length >= MAX_REPLAYED_LOGS_BEFORE_FLUSH) {
+  if (!readOnly && engine.recovery.logsReplayed.length >= MAX_REPLAYED_LOGS_BEFORE_FLUSH) {
     try {
       await engine.flush();
     } catch (err) {
@@ -109,9 +130,25 @@ async function openDb(dir: string, createIfMissing: boolean): Promise<Engine> {
   return engine;
 }
 
+/** Whether `dir` refuses writes: a read-only mount (EROFS) or no write permission (EACCES, EPERM). */
+function refusesWrites(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return false;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'EROFS' || code === 'EACCES' || code === 'EPERM';
+  }
+}
+
+/** The database of a read command (get, scan, stats): read-only with --read-only or when `dir` refuses writes. */
+function withReadDb<T>(dir: string, o: ReadOnlyOption, body: (engine: Engine) => Promise<T> | T): Promise<T> {
+  return withDb(dir, false, body, o.readOnly === true || refusesWrites(dir));
+}
+
 /** Opens the database, runs `body`, and closes it whatever happens. */
-async function withDb<T>(dir: string, createIfMissing: boolean, body: (engine: Engine) => Promise<T> | T): Promise<T> {
-  const engine = await openDb(dir, createIfMissing);
+async function withDb<T>(dir: string, createIfMissing: boolean, body: (engine: Engine) => Promise<T> | T, readOnly = false): Promise<T> {
+  const engine = await openDb(dir, createIfMissing, readOnly);
   try {
     return await body(engine);
   } finally {
@@ -194,6 +231,33 @@ function printPerfToStderr(perf: PerfContext): void {
 /** The perf context is this process's: a read on a server's has none to print. */
 function refuseStatsWithServer(o: ReadCommandOptions): void {
   if (o.stats === true) throw new IngestError('USAGE', "--stats prints this process's perf context; it does not go with --server");
+  refuseReadOnlyWithServer(o);
+}
+
+/** --read-only is how --db is opened; a server has its database open already. */
+function refuseReadOnlyWithServer(o: ReadOnlyOption): void {
+  if (o.readOnly === true) throw new IngestError('USAGE', '--read-only opens --db read-only; it does not go with --server');
+}
+
+/**
+ * --as-columns: the encoding the database at `dir` records, or null without the option (or with
+ * no database there, which the open then refuses by name). No record, or --server, is USAGE.
+ */
+function columnsEncodingOf(o: ReadCommandOptions, dir: string | null): ValueEncoding | null {
+  if (o.asColumns !== true) return null;
+  if (dir === null)
+    throw new IngestError('USAGE', `--as-columns reads the database's ${VALUE_ENCODING_FILE_NAME} record; it does not go with --server`);
+  if (!fs.existsSync(currentFileName(dir))) return null;
+  const encoding = readValueEncoding(dir);
+  if (encoding === null) {
+    throw new IngestError(
+      'USAGE',
+      `--as-columns: the database at ${dir} records no value encoding (no ${VALUE_ENCODING_FILE_NAME}; it is written by the first import into the database since value encodings are recorded)`,
+    );
+  }
+  if (encoding.format === 'raw')
+    process.stderr.write('note: raw values are split at every delimiter: a field that held the delimiter reads as two (lossy)\n');
+  return encoding;
 }
 
 /** GET /v1/stats without its "server" part: the document `stats --json` prints with --db. */
@@ -257,20 +321,24 @@ async function getCommand(keyText: string, o: ReadCommandOptions): Promise<void>
   const key = codec.parseKey(keyText, 'key');
   const dir = dbDirOf(o, 'get');
   if (dir === null) refuseStatsWithServer(o);
+  const encoding = columnsEncodingOf(o, dir);
   const { value, perf } =
     dir === null
       ? { value: await withServer(o, (client) => client.get(key)), perf: snapshotPerfContext() }
-      : await withDb(dir, false, (engine) => {
+      : await withReadDb(dir, o, (engine) => {
           resetPerfContext();
           const v = engine.get(key);
           return { value: v, perf: snapshotPerfContext() };
         });
   const keyFields: KeyFields = codec.keyFields(key);
   if (o.json) {
-    const found = value === null ? { found: false } : { found: true, ...codec.valueFields(value) };
+    const shown =
+      value === null ? {} : encoding === null ? codec.valueFields(value) : codec.columnFields(value, splitValue(value, encoding));
+    const found = { found: value !== null, ...shown };
     printJson(o.stats ? { ...keyFields, ...found, perf } : { ...keyFields, ...found });
   } else {
-    if (value !== null) process.stdout.write(`${codec.displayValue(value)}\n`);
+    if (value !== null && encoding !== null) process.stdout.write(`${codec.columnLines(value, splitValue(value, encoding)).join('\n')}\n`);
+    else if (value !== null) process.stdout.write(`${codec.displayValue(value)}\n`);
     else process.stderr.write(`not found: ${codec.displayKey(key)}\n`);
     if (o.stats) printPerfToStderr(perf);
   }
@@ -288,18 +356,16 @@ async function scanCommand(o: ScanOptions): Promise<void> {
   const limit = o.limit ?? Number.POSITIVE_INFINITY;
   ignoreEpipeOnStdout();
   const out = new StdoutLines();
-  const line = (key: Buffer, value: Buffer): string =>
-    o.json
-      ? JSON.stringify({ ...codec.keyFields(key), ...codec.valueFields(value) })
-      : `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
   const dir = dbDirOf(o, 'scan');
+  const encoding = columnsEncodingOf(o, dir);
+  const line = (key: Buffer, value: Buffer): string => scanLine(codec, o.json === true, encoding, key, value);
   if (dir === null) {
     refuseStatsWithServer(o);
     await withServer(o, (client) => remoteScan(client, { from, to, limit, reverse: o.reverse === true }, out, line));
     await out.flush();
     return;
   }
-  const perf = await withDb(dir, false, async (engine) => {
+  const perf = await withReadDb(dir, o, async (engine) => {
     resetPerfContext();
     const it = engine.newIterator({ lowerBound: from, upperBound: to });
     try {
@@ -324,6 +390,16 @@ async function scanCommand(o: ScanOptions): Promise<void> {
     return snapshotPerfContext();
   });
   if (o.stats) printPerfToStderr(perf);
+}
+
+/** One entry of a scan's output (one line, or with columns in text a `KEY :` line and a line per column). */
+function scanLine(codec: DbTextCodec, json: boolean, encoding: ValueEncoding | null, key: Buffer, value: Buffer): string {
+  if (json) {
+    const shown = encoding === null ? codec.valueFields(value) : codec.columnFields(value, splitValue(value, encoding));
+    return JSON.stringify({ ...codec.keyFields(key), ...shown });
+  }
+  if (encoding === null) return `${codec.displayKey(key)} : ${codec.displayValue(value)}`;
+  return [`${codec.displayKey(key)} :`, ...codec.columnLines(value, splitValue(value, encoding)).map((l) => `  ${l}`)].join('\n');
 }
 
 /** Entries a remote scan asks for per request: each page is its own request (and snapshot). */
@@ -366,10 +442,11 @@ async function remoteScan(client: ServerClient, r: ScanRange, out: StdoutLines, 
   }
 }
 
-async function statsCommand(o: CommonOptions): Promise<void> {
+async function statsCommand(o: CommonOptions & ReadOnlyOption): Promise<void> {
   const codec = codecFor(o);
   const dir = dbDirOf(o, 'stats');
-  const report = dir === null ? await withServer(o, remoteStatsReport) : await withDb(dir, false, (engine) => statsReportOf(engine));
+  if (dir === null) refuseReadOnlyWithServer(o);
+  const report = dir === null ? await withServer(o, remoteStatsReport) : await withReadDb(dir, o, (engine) => statsReportOf(engine));
   if (o.json) {
     printJson(report);
     return;
@@ -387,6 +464,11 @@ async function statsCommand(o: CommonOptions): Promise<void> {
   }
   if (report.levels.every((l) => l.files.length === 0)) lines.push('no table files (everything is in the write-ahead log)');
   if ('compaction' in report) lines.push(`compaction: ${JSON.stringify(report.compaction)}`);
+  const amp = report.spaceAmplification;
+  if (amp !== undefined)
+    lines.push(
+      `space amplification: ${amp.estimate.toFixed(3)}x (${amp.tableBytes} table bytes, ${amp.lastLevelBytes} in L${amp.lastLevel}, the last level with data)`,
+    );
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
@@ -437,6 +519,8 @@ export function registerDbCommands(program: Command): void {
   withCommonOptions(program.command('get').description('print the value of a key; exit code 1 when the key is absent'))
     .argument('<key>')
     .option('--stats', 'print the perf context of the read')
+    .option('--read-only', 'open the database read-only (no LOCK, nothing written; automatic on a read-only directory)')
+    .option('--as-columns', "print the value split into its columns by the database's recorded value encoding (docs/engine-cli.md)")
     .action((key: string, o: ReadCommandOptions) => getCommand(key, o));
   withCommonOptions(program.command('delete').description('delete one key (creates the database if missing)'))
     .argument('<key>')
@@ -451,10 +535,12 @@ export function registerDbCommands(program: Command): void {
     .option('--limit <n>', 'print at most n pairs', nonNegativeInteger('--limit'))
     .option('--reverse', 'descending key order (from the last key before --to)')
     .option('--stats', 'print the perf context of the scan on stderr')
+    .option('--read-only', 'open the database read-only (no LOCK, nothing written; automatic on a read-only directory)')
+    .option('--as-columns', "print each value split into its columns by the database's recorded value encoding (docs/engine-cli.md)")
     .action((o: ScanOptions) => scanCommand(o));
-  withCommonOptions(program.command('stats').description('files per level and their key ranges')).action((o: CommonOptions) =>
-    statsCommand(o),
-  );
+  withCommonOptions(program.command('stats').description('files per level and their key ranges'))
+    .option('--read-only', 'open the database read-only (no LOCK, nothing written; automatic on a read-only directory)')
+    .action((o: CommonOptions & ReadOnlyOption) => statsCommand(o));
   withCommonOptions(
     program
       .command('compact')

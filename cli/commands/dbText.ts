@@ -13,6 +13,16 @@
  *   hex, no `0x`) instead of `key` / `value`. With `--hex` the hex fields are always used.
  * - human output shows text when it is printable and exact, else `0x`-prefixed hex; it is for
  *   people, and scripts should use `--json`.
+ * - columns (`get`/`scan --as-columns`, a value split by src/ingest/rows/valueColumns.ts): JSON
+ *   `"columns": {"name": "text", ...}`, or `"columnsHex": {"name": "hex", ...}` when a column is
+ *   not UTF-8 (always with `--hex`), and `"lossy"` (raw values: split at every delimiter); a value
+ *   that does not split gives `"columns": null`, `"error"` and the value's own field. Human
+ *   output: one `name=value` line per column, each value shown as `displayValue` shows values.
+ * - U+FFFD: Node decodes the command line as UTF-8 and turns every byte that is not valid UTF-8
+ *   (0xff, say) into U+FFFD, the replacement character, before we see it; the bytes the user
+ *   meant are lost. A key or value given as text that holds U+FFFD is therefore refused (USAGE,
+ *   exit 2) with a pointer to --hex, rather than written or looked up as the bytes EF BF BD.
+ *   (A U+FFFD typed on purpose cannot be told apart; --hex efbfbd says it.)
  * Bad hex or a key the spec cannot encode is a usage error (IngestError 'USAGE' / 'BAD_INPUT',
  * exit code 2) naming the argument. The key spec comes parsed (one KeySpec per command run, the
  * same object the import uses); `DbTextCodec.forOptions` parses a command's --key text.
@@ -20,6 +30,7 @@
 import { isUtf8 } from 'buffer';
 import { IngestError } from '../../src/util/errors';
 import { KeySpec } from '../../src/ingest/rows/keySpec';
+import { ValueColumns } from '../../src/ingest/rows/valueColumns';
 
 export interface DbTextOptions {
   /** Keys (unless `keySpec` is given) and values in hex. */
@@ -31,6 +42,7 @@ export interface DbTextOptions {
 const HEX_TEXT = /^(?:0x)?((?:[0-9a-fA-F]{2})*)$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\x00-\x1f\x7f]/;
+const REPLACEMENT_CHARACTER = '\ufffd';
 
 /** The bytes of `text` read as hex; `what` names the argument in the error. */
 export function parseHexArgument(text: string, what: string): Buffer {
@@ -38,6 +50,19 @@ export function parseHexArgument(text: string, what: string): Buffer {
   if (m === null)
     throw new IngestError('USAGE', `${what} "${text}" is not hex: expected an even number of digits 0-9a-f, optionally after 0x`);
   return Buffer.from(m[1], 'hex');
+}
+
+/**
+ * Refuses an argument given as text that holds U+FFFD: what Node makes of a byte that is not
+ * valid UTF-8 on the command line (see the module comment). `what` names the argument.
+ */
+export function refuseReplacementCharacter(text: string, what: string): void {
+  const at = text.indexOf(REPLACEMENT_CHARACTER);
+  if (at < 0) return;
+  throw new IngestError(
+    'USAGE',
+    `${what} ${JSON.stringify(text)} holds U+FFFD (at character ${at}), which is what a byte that is not valid UTF-8 (such as 0xff) becomes on the command line: the bytes meant cannot be known. Use --hex and give it as hex digits (ff00 for the bytes ff 00; efbfbd for U+FFFD itself)`,
+  );
 }
 
 /** Text for people: the bytes as UTF-8 when that is exact and printable, else 0x-prefixed hex. */
@@ -51,6 +76,10 @@ export function displayBytes(b: Buffer): string {
 
 export type KeyFields = { key: string } | { keyHex: string };
 export type ValueFields = { value: string } | { valueHex: string };
+export type ColumnFields =
+  | { columns: Record<string, string>; lossy: boolean }
+  | { columnsHex: Record<string, string>; lossy: boolean }
+  | ({ columns: null; lossy: boolean; error: string } & ValueFields);
 
 export class DbTextCodec {
   private readonly hex: boolean;
@@ -68,6 +97,7 @@ export class DbTextCodec {
 
   /** A key argument (`what` is its name for messages: "key", "--from", ...). */
   parseKey(text: string, what: string): Buffer {
+    if (this.spec !== null || !this.hex) refuseReplacementCharacter(text, what);
     if (this.spec !== null) {
       try {
         return this.spec.encodeText(text);
@@ -80,6 +110,7 @@ export class DbTextCodec {
   }
 
   parseValue(text: string): Buffer {
+    if (!this.hex) refuseReplacementCharacter(text, 'value');
     return this.hex ? parseHexArgument(text, 'value') : Buffer.from(text, 'utf8');
   }
 
@@ -96,6 +127,21 @@ export class DbTextCodec {
   valueFields(value: Buffer): ValueFields {
     if (!this.hex && isUtf8(value)) return { value: value.toString('utf8') };
     return { valueHex: value.toString('hex') };
+  }
+
+  /** A value split into columns, as JSON fields (see the module comment). */
+  columnFields(value: Buffer, split: ValueColumns): ColumnFields {
+    const { columns, lossy } = split;
+    if (columns === null) return { columns: null, lossy, error: split.problem ?? 'not split', ...this.valueFields(value) };
+    if (!this.hex && columns.every((c) => isUtf8(c.value)))
+      return { columns: Object.fromEntries(columns.map((c) => [c.name, c.value.toString('utf8')])), lossy };
+    return { columnsHex: Object.fromEntries(columns.map((c) => [c.name, c.value.toString('hex')])), lossy };
+  }
+
+  /** A value split into columns, for people: `name=value` per column. */
+  columnLines(value: Buffer, split: ValueColumns): string[] {
+    if (split.columns === null) return [`${this.displayValue(value)} (not split into columns: ${split.problem ?? 'not split'})`];
+    return split.columns.map((c) => `${c.name}=${this.displayValue(c.value)}`);
   }
 
   displayKey(key: Buffer): string {

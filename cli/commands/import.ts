@@ -25,6 +25,8 @@ import { IngestError } from '../../src/util/errors';
 import { CsvImport } from '../../src/ingest/importer';
 import { Progress } from '../../src/ingest/progress';
 import {
+  CLUSTER_OPTIONS,
+  ClusterCliOptions,
   CONFLICT_CHECK_OPTIONS,
   ConflictCheckCliOptions,
   DB_POLICY_OPTIONS,
@@ -47,7 +49,8 @@ import { remoteImport } from './remoteImport';
 import { runDbImport } from './importDb';
 import { runInterruptible } from './interrupt';
 
-interface ImportCommandOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, TargetOptions, ResumeCliOptions {
+interface ImportCommandOptions
+  extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, TargetOptions, ResumeCliOptions, ClusterCliOptions {
   outputDir?: string;
   dryRun?: boolean;
 }
@@ -64,6 +67,12 @@ const DB_ONLY = [
   'verifyChecksums',
   'blockingFlush',
   'pendingMaxAge',
+  'maxSpaceAmp',
+  'compactBudget',
+  'cluster',
+  'sharedDir',
+  'taskSize',
+  'reduceTasks',
 ] as const;
 
 const OUTPUT_DIR: OptionDef = {
@@ -96,6 +105,7 @@ export function registerImportCommand(program: Command): void {
     ...CONFLICT_CHECK_OPTIONS,
     ...DB_POLICY_OPTIONS,
     DRY_RUN,
+    ...CLUSTER_OPTIONS,
   ]);
   cmd.action((inputs: string[], o: ImportCommandOptions, self: Command) => {
     const mode = o.dryRun === true ? 'plan' : 'import';

@@ -28,25 +28,15 @@ import { DbImport, conflictFailure } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
 import { dbImportJson } from '../../src/ingest/importJson';
 import { IngestError } from '../../src/util/errors';
-import {
-  ConflictCheckCliOptions,
-  DbPolicyCliOptions,
-  ImportCliOptions,
-  ResumeCliOptions,
-  abandonedMessage,
-  dbImportOptionsOf,
-  diskQuotaOf,
-  stepCheckpointsOf,
-} from './importOptions';
+import { DbImportCliOptions, abandonedMessage, dbImportOptionsOf, diskQuotaOf, stepCheckpointsOf } from './importOptions';
 import { printImportResult } from './importOutput';
 import { withFinalEvent } from './progressEvents';
 import { parsePendingMaxAge } from '../../src/ingest/resume/pendingExpiry';
 import { runInterruptible } from './interrupt';
+import { spacePolicyOf } from '../../src/ingest/spacePolicy';
+import { runClusterImport } from './importCluster';
 
-export interface DbImportCliOptions extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, ResumeCliOptions {
-  db: string;
-  outputDir?: string;
-}
+export type { DbImportCliOptions } from './importOptions';
 
 /** `import --db` (mode 'import', or 'plan' with --dry-run) and `plan`: run, print, then fail with exit 3 when abort stopped it. */
 export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode: 'plan' | 'import'): Promise<void> {
@@ -55,6 +45,9 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
       'USAGE',
       '--output-dir and --db do not go together: with --db the SSTs go to a private directory inside the database',
     );
+  if (o.cluster !== undefined) return runClusterImport(inputs, o, mode);
+  if (o.sharedDir !== undefined || o.taskSize !== undefined || o.reduceTasks !== undefined)
+    throw new IngestError('USAGE', '--shared-dir, --task-size and --reduce-tasks go with --cluster');
   const { options, codec } = dbImportOptionsOf(inputs, o, mode);
   const progress = Progress.forOption(o.progress, o.quiet === true);
   // Only `import` resumes (a plan changes nothing, so there is nothing to resume). --no-resume
@@ -67,9 +60,14 @@ export async function runDbImport(inputs: string[], o: DbImportCliOptions, mode:
       resume,
       restart: o.resume === false,
       pendingMaxAgeMs: o.pendingMaxAge === undefined ? undefined : parsePendingMaxAge(o.pendingMaxAge),
+      space: spacePolicyOf(o.maxSpaceAmp, o.compactBudget),
       import: { ...options.import, progress, diskQuotaBytes: diskQuotaOf(o), stepCheckpointsFromInputBytes: stepCheckpointsOf(o) },
     });
-    const result = await runInterruptible(job, abandonedMessage(resume, inputs, o.db, 'import abandoned'));
+    const result = await runInterruptible(job, () =>
+      job.settlingSpace
+        ? 'the import is committed; the space policy stopped between or inside a compaction (the database is consistent)'
+        : abandonedMessage(resume, inputs, o.db, 'import abandoned'),
+    );
     printImportResult(result, o, codec, false);
     return { doc: dbImportJson(result), failure: conflictFailure(result) };
   });

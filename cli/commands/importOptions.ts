@@ -67,6 +67,15 @@ export const RESUME_OPTIONS: readonly OptionDef[] = [
       'with --db: discard other pending imports in the database idle longer than this (3d, 12h, 90m, 600s, or never; default 3d)',
   },
   {
+    flags: '--max-space-amp <x>',
+    description:
+      'with --db: before exiting, compact when the database holds more than X times its last level (the space policy, docs/import.md; default 1.3; off: never)',
+  },
+  {
+    flags: '--compact-budget <time>',
+    description: 'with --db: time in which the space policy may start compactions (10m default; 90s, 2h)',
+  },
+  {
     flags: '--step-checkpoints-from <size>',
     description: `input size from which each parse range and SST is checkpointed; a smaller import is redone whole after a kill (default ${STEP_CHECKPOINTS_FROM_INPUT_BYTES >> 20}MiB; 0: always)`,
   },
@@ -79,6 +88,31 @@ export interface ResumeCliOptions {
   diskQuota?: string;
   stepCheckpointsFrom?: string;
   pendingMaxAge?: string;
+  maxSpaceAmp?: string;
+  compactBudget?: string;
+}
+
+/** A distributed import (`import --db DIR --cluster URL --shared-dir SHARED`, docs/distributed.md). */
+export const CLUSTER_OPTIONS: readonly OptionDef[] = [
+  { flags: '--cluster <url>', description: 'with --db: build the import with `ingest worker` processes of this Redis (redis://host:port)' },
+  { flags: '--shared-dir <dir>', description: 'with --cluster: the directory the workers share with this command (same path everywhere)' },
+  { flags: '--task-size <size>', description: 'with --cluster: input bytes per map task (default 256MiB)' },
+  { flags: '--reduce-tasks <n>', description: 'with --cluster: key ranges, one reduce task each (default: one per task size of input)' },
+];
+
+/** `import --db --cluster`'s own (cli/commands/importCluster.ts). */
+export interface ClusterCliOptions {
+  cluster?: string;
+  sharedDir?: string;
+  taskSize?: string;
+  reduceTasks?: string;
+}
+
+/** Everything `import --db` and `plan` take. */
+export interface DbImportCliOptions
+  extends ImportCliOptions, ConflictCheckCliOptions, DbPolicyCliOptions, ResumeCliOptions, ClusterCliOptions {
+  db: string;
+  outputDir?: string;
 }
 
 /** The --json and --quiet every pipeline command has. */

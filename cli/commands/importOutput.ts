@@ -9,6 +9,7 @@ import { DbCheckResult, DbImportFile, DbImportResult, conflictFailure } from '..
 import { dbCheckJson, dbImportJson } from '../../src/ingest/importJson';
 import { DbTextCodec } from './dbText';
 import { PendingJobSummary } from '../../src/ingest/resume/pendingExpiry';
+import { SpaceSettleResult } from '../../src/ingest/spacePolicy';
 
 /** Prints an import's or a plan's result (--json: the document; else the human lines) and fails with exit 3 when abort stopped it. */
 export function printImportResult(result: DbImportResult, o: { json?: boolean; quiet?: boolean }, codec: DbTextCodec, fail = true): void {
@@ -38,17 +39,36 @@ function printHuman(r: DbImportResult, codec: DbTextCodec): void {
     if (r.plan?.memtableFlushNeeded === true) out('  a memtable holds data in these ranges: ingesting would flush it first');
     out(
       r.policy.ingest
-        ? `dry run: nothing linked; --on-conflict ${r.policy.onConflict} would ingest ${files.length} file(s)${r.policy.rowsHeldBack > 0 ? `, holding back ${r.policy.rowsHeldBack} conflicting row(s)` : ''}`
+        ? `dry run: nothing linked; --on-conflict ${r.policy.onConflict} would ingest ${files.length} file(s)${r.policy.rowsHeldBack > 0 ? `, holding back ${r.policy.rowsHeldBack} conflicting row(s)` : ''}${unchangedNote(r)}`
         : `dry run: nothing linked; --on-conflict abort would ingest nothing (${s.conflicts} conflicts); the plan shows the files as they would go in`,
     );
   } else if (r.ingest !== null) {
     out(
       `ingested ${r.ingest.files.length} file(s) in ${r.ingest.seconds}s; last sequence ${r.ingest.lastSequence}` +
-        `${r.policy.rowsHeldBack > 0 ? `; ${r.policy.rowsHeldBack} conflicting row(s) skipped` : ''}${r.ingest.memtableFlushes > 0 ? `; ${r.ingest.memtableFlushes} memtable flush(es)` : ''}`,
+        `${r.policy.rowsHeldBack > 0 ? `; ${r.policy.rowsHeldBack} conflicting row(s) skipped` : ''}${r.ingest.memtableFlushes > 0 ? `; ${r.ingest.memtableFlushes} memtable flush(es)` : ''}` +
+        unchangedNote(r),
     );
-  } else if (r.policy.ingest) {
-    out('nothing to ingest');
   }
+  if (r.ingest === null && !r.dryRun && r.policy.ingest) {
+    out(r.policy.rowsUnchangedLeftOut > 0 ? `nothing to ingest: every row holds the live value already` : 'nothing to ingest');
+  }
+  const space = r.space === undefined || r.space === null ? null : spaceLine(r.space);
+  if (space !== null) out(space);
+}
+
+/** What the space policy did, in one line. */
+function spaceLine(s: SpaceSettleResult): string | null {
+  if (s.error !== null) return `warning: the import is in, but the space policy stopped: ${s.error.message}`;
+  const amp = `space amplification ${s.amplificationBefore.toFixed(2)}x -> ${s.amplificationAfter.toFixed(2)}x`;
+  const budget = s.budgetExhausted ? '; --compact-budget ran out first' : '';
+  if (!s.steps.includes('amplification') && !s.steps.includes('replaced')) return budget === '' ? null : `${amp}${budget}`;
+  return `${amp}: compacted ${mib(s.tableBytesBefore)} -> ${mib(s.tableBytesAfter)} MiB in ${s.seconds}s${budget}`;
+}
+
+/** "; N unchanged row(s) left out", or nothing. */
+function unchangedNote(r: DbImportResult): string {
+  const n = r.policy.rowsUnchangedLeftOut;
+  return n > 0 ? `; ${n} unchanged row(s) left out (${r.policy.unchangedFilesLeftOut} file(s) whole)` : '';
 }
 
 function fileLine(f: DbImportFile, codec: DbTextCodec): string {

@@ -7,7 +7,8 @@
  * them (docs/serve.md).
  *
  * Output and exit codes are those of `--db`: the same `--json` document with this machine's
- * import summary as "import", `--report FILE` written here from the server's report, the same
+ * import summary as "import", `--report FILE` written here from the server's report (in
+ * --report-format; an NDJSON one is written from the whole report the server sent), the same
  * human lines, exit 3 on conflicts under abort (or a check that found some), 2 bad input or
  * usage (a server's 400 included), 1 anything else (an unreachable server included).
  * The temp directory goes at the end, on failure and on Ctrl-C.
@@ -18,13 +19,19 @@ import * as path from 'path';
 import { CsvImport, ImportSummary } from '../../src/ingest/importer';
 import { DbCheckResult, DbImportMode, DbImportResult } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
-import { ConflictReport, writeConflictReport } from '../../src/conflict/report';
+import { ConflictReport } from '../../src/conflict/report';
+import { checkReportOptions, writeConflictReportAs } from '../../src/conflict/reportStream';
 import { ServerClient, UploadFile } from '../serverClient';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
 import { PipelineCliOptions, importSettingsOf } from './importOptions';
 import { TargetOptions, withServer } from './serverTarget';
 import { runInterruptible } from './interrupt';
+import { normalizeDialect } from '../../src/ingest/csv/csvDialect';
+import { ValueEncoding } from '../../src/ingest/rows/valueEncoding';
+import { settleValueEncodingAgainst, valueEncodingText } from '../../src/ingest/valueEncodingFile';
+import { VALUE_ENCODING_HEADER } from '../../src/server/valueEncodingHeader';
+import { ImportSettings } from '../../src/ingest/options/importSettings';
 import { printCheckResult, printImportResult } from './importOutput';
 
 export type RemoteCliOptions = Omit<PipelineCliOptions, 'db'> & TargetOptions & { json?: boolean; quiet?: boolean };
@@ -69,8 +76,30 @@ function resultOf(
   return { ...d, mode, db: d.db, import: summary, report, reportPath };
 }
 
+/**
+ * The import's settings with the value encoding settled against the server's database, as a --db
+ * import settles it against its own (valueEncodingFile.ts): the server's stats name what its
+ * database records and whether it holds data. The upload carries the result, which the server
+ * records (or refuses, 400, when its record says otherwise).
+ */
+async function settledOnServer(settings: ImportSettings, o: RemoteCliOptions): Promise<ImportSettings> {
+  const stats = await withServer(o, (client: ServerClient) => client.stats());
+  const server = stats.server as { valueEncoding?: { recorded: ValueEncoding | null; holdsData: boolean } } | undefined;
+  const remote = server?.valueEncoding;
+  if (remote === undefined) return settings;
+  const settled = settleValueEncodingAgainst(
+    remote.recorded,
+    () => remote.holdsData,
+    settings.valueFormat,
+    normalizeDialect(settings.dialect ?? {}),
+    `the server's database`,
+  );
+  return { ...settings, valueFormat: settled.format, valueSyntax: settled.syntax };
+}
+
 export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mode: DbImportMode): Promise<void> {
-  const settings = importSettingsOf(inputs, o);
+  checkReportOptions(o.report, o.reportFormat, o.maxReported);
+  const settings = await settledOnServer(importSettingsOf(inputs, o), o);
   const codec = new DbTextCodec({ keySpec: settings.key });
   const tmpRoot = settings.tmpDir ?? os.tmpdir();
   fs.mkdirSync(tmpRoot, { recursive: true });
@@ -86,7 +115,9 @@ export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mod
   const run = async (): Promise<DbImportResult | DbCheckResult> => {
     const summary = await job.run();
     return withServer(o, async (client: ServerClient) => {
-      const { document } = await client.uploadSsts(uploadsOf(summary), queryOf(o, mode));
+      const encoding: Record<string, string> = {};
+      if (summary.valueEncoding !== undefined) encoding[VALUE_ENCODING_HEADER] = valueEncodingText(summary.valueEncoding);
+      const { document } = await client.uploadSsts(uploadsOf(summary), queryOf(o, mode), encoding);
       return resultOf(document, summary, mode, o, client.url);
     });
   };
@@ -96,7 +127,7 @@ export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mod
   };
   try {
     const result = await runInterruptible({ run, cleanupSync }, `${mode} abandoned`);
-    if (o.report !== undefined) writeConflictReport(o.report, result.report);
+    if (o.report !== undefined) writeConflictReportAs(o.report, result.report, o.reportFormat);
     if (result.mode === 'check') printCheckResult(result, o);
     else printImportResult(result, o, codec);
   } finally {

@@ -10,6 +10,10 @@
  * - plan: the levels and global sequence numbers ingest would choose now, without linking,
  *   flushing or changing anything (the engine does open the database, which starts a new WAL and
  *   MANIFEST, as every open does).
+ * Both check the files against the database first (cli/commands/ingestSstCheck.ts: why by
+ * default, and what each policy does): --on-conflict abort (default) | overwrite | skip,
+ * --no-conflict-check, --conflict-strategy, --report FILE, --report-format json|ndjson,
+ * --max-reported N|all, the option definitions of `ingest import --db` and `ingest check`.
  * Options shared by both: --no-verify-checksums (skip reading every block), --no-blocking-flush
  * (fail instead of flushing a memtable that overlaps a file), --require-bottommost, and
  * --replace-start/--replace-end KEY (delete every existing key in [start, end) in the same atomic
@@ -19,25 +23,43 @@
  * given paths once the ingestion is committed), --copy (the default, kept for scripts that say
  * so); at most one of the three. RocksDB's move_files and link_files are the same choices.
  *
- * Exit codes: 0 success; 2 usage or a refused ingestion (overlapping files, not an external SST,
- * requireBottommost or no blocking flush violated); 1 corruption, I/O, a locked database.
+ * Exit codes: 0 success; 3 conflicts under --on-conflict abort (ingest only: nothing ingested,
+ * after the report is written and the result printed); 2 usage or a refused ingestion
+ * (overlapping files, not an external SST, requireBottommost or no blocking flush violated); 1
+ * corruption, I/O, a locked database, a file the check does not read (not put-only).
  *
  * `--json` prints one object (stable field names):
  *   {"db", "files": [{"path" (null for the replace-range tombstone table), "fileNumber" (ingest),
  *     "linked" (ingest), "level", "globalSeqno", "smallestHex", "largestHex", "largestExclusive",
  *     "sizeBytes", "stoppedAtLevel", "stopReason"}],
  *    ingest: "memtableFlushes", "writesStopped", "lastSequence", "seconds";
- *    plan:   "memtableFlushNeeded", "lastSequence"}
+ *    plan:   "memtableFlushNeeded", "lastSequence";
+ *    both:   "check", "report", "policy" (ingestSstCheck.ts; null with --no-conflict-check)}
+ * With the check, an ingestion that ingests nothing (abort with conflicts, or no row that changes
+ * the database) prints "files": [] and the database's last sequence.
  */
 import * as fs from 'fs';
 import { Command } from 'commander';
 import { Engine } from '../../src/engine/engine';
 import { currentFileName } from '../../src/engine/fileNames';
-import { IngestFileMode, IngestedFile, IngestOptions, PlannedFile } from '../../src/engine/ingest/ingestionJob';
+import { IngestFileMode, IngestedFile, IngestionResult, IngestOptions, PlannedFile } from '../../src/engine/ingest/ingestionJob';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
+import { addOptions } from './importOptions';
+import {
+  SST_CHECK_OPTIONS,
+  SstCheck,
+  SstCheckCliOptions,
+  SstCheckOutcome,
+  checkJson,
+  checkLine,
+  conflictFailureOf,
+  ingestChecked,
+  planChecked,
+  sstCheckOf,
+} from './ingestSstCheck';
 
-interface IngestSstCliOptions {
+interface IngestSstCliOptions extends SstCheckCliOptions {
   db: string;
   json?: boolean;
   hex?: boolean;
@@ -111,46 +133,92 @@ function fileLine(f: PlannedFile, codec: DbTextCodec): string {
   return `${what}: L${f.targetLevel} seqno ${f.globalSeqno} ${span} (${why})`;
 }
 
+/** An ingestion, checked or not: null when the check's policy ingested nothing. */
+interface SstIngestRun {
+  ingestion: IngestionResult | null;
+  outcome: SstCheckOutcome | null;
+  lastSequence: number;
+}
+
 async function runIngest(files: string[], o: IngestSstCliOptions): Promise<void> {
   const { opts, codec } = ingestOptionsFrom(o);
   const fileMode = fileModeOf(o);
+  const check = sstCheckOf(o, codec, opts.replaceRange !== undefined);
   const started = process.hrtime.bigint();
-  const result = await withEngine(o.db, o.createIfMissing === true, (e) => e.ingestExternalFiles(files, { ...opts, fileMode }));
+  const run = await withEngine(o.db, o.createIfMissing === true, async (e): Promise<SstIngestRun> => {
+    if (check === null) {
+      const ingestion = await e.ingestExternalFiles(files, { ...opts, fileMode });
+      return { ingestion, outcome: null, lastSequence: ingestion.lastSequence };
+    }
+    const checked = await ingestChecked(e, files, check, { ...opts, fileMode });
+    return { ...checked, lastSequence: e.lastSequence };
+  });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  printIngest(run, seconds, o, codec, check);
+  const failure = run.outcome === null ? null : conflictFailureOf(run.outcome, o.db);
+  if (failure !== null) throw failure;
+}
+
+function printIngest(run: SstIngestRun, seconds: number, o: IngestSstCliOptions, codec: DbTextCodec, check: SstCheck | null): void {
+  const result = run.ingestion;
+  const ingested = result?.files ?? [];
   if (o.json === true) {
     const out = {
       db: o.db,
-      files: result.files.map((f: IngestedFile) => ({ ...fileJson(f), fileNumber: f.fileNumber, linked: f.linked })),
-      memtableFlushes: result.memtableFlushes,
-      writesStopped: result.writesStopped,
-      lastSequence: result.lastSequence,
+      files: ingested.map((f: IngestedFile) => ({ ...fileJson(f), fileNumber: f.fileNumber, linked: f.linked })),
+      memtableFlushes: result?.memtableFlushes ?? 0,
+      writesStopped: result?.writesStopped ?? false,
+      lastSequence: run.lastSequence,
       seconds,
+      ...checkJson(run.outcome, check),
     };
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
-  for (const f of result.files)
+  if (run.outcome !== null && check !== null) process.stdout.write(`${checkLine(run.outcome, o.db, check)}\n`);
+  for (const f of ingested)
     process.stdout.write(`${fileLine(f, codec)} -> ${String(f.fileNumber).padStart(6, '0')}.sst${f.linked ? ' (linked)' : ''}\n`);
+  if (result === null) {
+    const why =
+      run.outcome?.policy.ingest === false ? 'the conflicts stopped it (--on-conflict abort)' : 'no row would change the database';
+    process.stdout.write(`nothing ingested: ${why}\n`);
+    return;
+  }
+  const skipped = run.outcome !== null && run.outcome.policy.onConflict === 'skip' ? run.outcome.policy.rowsHeldBack : 0;
   process.stdout.write(
-    `ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`,
+    `ingested ${result.files.length} file(s) in ${seconds.toFixed(3)} s; last sequence ${result.lastSequence}` +
+      `${skipped > 0 ? `; ${skipped} conflicting row(s) skipped` : ''}${result.memtableFlushes > 0 ? `; ${result.memtableFlushes} memtable flush(es)` : ''}\n`,
   );
 }
 
 async function runPlan(files: string[], o: IngestSstCliOptions): Promise<void> {
   const { opts, codec } = ingestOptionsFrom(o);
-  const plan = await withEngine(o.db, false, async (e) => e.planIngestion(files, opts));
+  const check = sstCheckOf(o, codec, opts.replaceRange !== undefined);
+  const { plan, outcome } = await withEngine(o.db, false, async (e) => {
+    const checked = check === null ? null : await planChecked(e, files, check);
+    return { plan: await e.planIngestion(files, opts), outcome: checked };
+  });
   if (o.json === true) {
-    process.stdout.write(
-      `${JSON.stringify({ db: o.db, files: plan.files.map(fileJson), memtableFlushNeeded: plan.memtableFlushNeeded, lastSequence: plan.lastSequence })}\n`,
-    );
+    const out = {
+      db: o.db,
+      files: plan.files.map(fileJson),
+      memtableFlushNeeded: plan.memtableFlushNeeded,
+      lastSequence: plan.lastSequence,
+    };
+    process.stdout.write(`${JSON.stringify({ ...out, ...checkJson(outcome, check) })}\n`);
     return;
   }
+  if (outcome !== null && check !== null) process.stdout.write(`${checkLine(outcome, o.db, check)}\n`);
   for (const f of plan.files) process.stdout.write(`${fileLine(f, codec)}\n`);
   if (plan.memtableFlushNeeded) process.stdout.write('a memtable holds data in these ranges: ingest would flush it first\n');
+  if (outcome !== null && !outcome.policy.ingest)
+    process.stdout.write(
+      `--on-conflict abort would ingest nothing (${outcome.report.summary.conflicts} conflicts); the plan shows the files as they would go in\n`,
+    );
 }
 
 function addSharedOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .requiredOption('--db <dir>', 'database directory')
     .option('--json', 'print one JSON object')
     .option('--hex', 'keys in hex (--replace-start/--replace-end and output)')
@@ -160,6 +228,7 @@ function addSharedOptions(cmd: Command): Command {
     .option('--require-bottommost', 'fail unless every file goes to the bottom level')
     .option('--replace-start <key>', 'delete existing keys from this key (inclusive) ...')
     .option('--replace-end <key>', '... to this key (exclusive), atomically with the ingestion');
+  return addOptions(cmd, SST_CHECK_OPTIONS);
 }
 
 /** Adds `ingest` and `plan` to the `sst` command group (creating the group if absent). */

@@ -19,12 +19,12 @@ export interface InterruptibleJob<T> {
 }
 
 /** Runs the job; on SIGINT or SIGTERM meanwhile, cleans up and fails with INTERRUPTED "interrupted: <abandoned>". */
-export async function runInterruptible<T>(job: InterruptibleJob<T>, abandoned: string): Promise<T> {
+export async function runInterruptible<T>(job: InterruptibleJob<T>, abandoned: string | (() => string)): Promise<T> {
   let onSignal = (): void => undefined;
   const interrupted = new Promise<never>((_, reject) => {
     onSignal = (): void => {
       job.cleanupSync();
-      reject(new IngestError('INTERRUPTED', `interrupted: ${abandoned}`));
+      reject(new IngestError('INTERRUPTED', `interrupted: ${typeof abandoned === 'string' ? abandoned : abandoned()}`));
     };
   });
   process.once('SIGINT', onSignal);

@@ -32,6 +32,7 @@ interface ServeCliOptions {
   maxImportSize?: string;
   maxImportThreads?: string;
   maxImportMemory?: string;
+  memoryBudget?: string;
   requestTimeout?: string;
   drainTimeout?: string;
 }
@@ -56,6 +57,7 @@ function limitsOf(o: ServeCliOptions): Partial<ServerLimits> {
   set('maxImportBodyBytes', o.maxImportSize === undefined ? undefined : parseByteSize(o.maxImportSize, '--max-import-size'));
   set('maxImportThreads', integerOption(o.maxImportThreads, '--max-import-threads', 1, 64));
   set('maxImportMemoryBytes', o.maxImportMemory === undefined ? undefined : parseByteSize(o.maxImportMemory, '--max-import-memory'));
+  set('memoryBudgetBytes', o.memoryBudget === undefined ? undefined : parseByteSize(o.memoryBudget, '--memory-budget'));
   set('requestTimeoutMs', integerOption(o.requestTimeout, '--request-timeout', 1, 3600_000));
   set('drainTimeoutMs', integerOption(o.drainTimeout, '--drain-timeout', 0, 3600_000));
   return out;
@@ -114,6 +116,10 @@ export function registerServeCommand(program: Command): void {
     .option(
       '--max-import-memory <size>',
       `largest --memory-limit an import request may ask for (default ${DEFAULT_LIMITS.maxImportMemoryBytes >> 20}MiB)`,
+    )
+    .option(
+      '--memory-budget <size>',
+      `memory every request together may hold; past it, 503 (default ${DEFAULT_LIMITS.memoryBudgetBytes >> 20}MiB here: a quarter of the memory)`,
     )
     .option('--request-timeout <ms>', `time limit of a request that is not an import (default ${DEFAULT_LIMITS.requestTimeoutMs})`)
     .option('--drain-timeout <ms>', `how long SIGTERM waits for in-flight requests (default ${DEFAULT_LIMITS.drainTimeoutMs})`)

@@ -8,7 +8,9 @@
  * the strategy; scan (timed alone as scanSeconds); then, for the conflicts listed, fill in what
  * the scan did not need: sequence numbers the get strategy could not see, and each new row's
  * input file and line from the caller's `sourceOf` (called in ascending key order, so it can
- * walk a side index forward).
+ * walk a side index forward). With a report sink (an NDJSON report, reportStream.ts) that is
+ * done a batch at a time while the scan runs, and each batch is handed to the sink and dropped,
+ * so the conflicts listed are bounded by maxReported alone, not by memory.
  *
  * Two drivers run the same steps (the scan is a generator, scan.ts): checkSstConflicts runs it in
  * one go; checkSstConflictsSliced hands the event loop back every few milliseconds, for a process
@@ -49,6 +51,9 @@ import { engineHoldsKeysIn, openEngineIterator, resolveExistingSeqs, scanByGets,
 import { DbIterator } from '../engine/dbIterator';
 import { AdaptiveScanStats, FirstChoice, scanAdaptively, ScanStrategy } from './adaptiveScan';
 import { SstSet } from './sstSet';
+import type { PendingConflict } from './collector';
+import type { ConflictSink } from './reportStream';
+import { UNCHANGED_RUNS_MAX_BYTES, UnchangedRuns } from './unchangedRuns';
 
 /** Engine bytes in range per SST byte above which `auto` picks point lookups (CockroachDB's 10). */
 export const AUTO_GET_RATIO = 10;
@@ -75,6 +80,18 @@ export interface CheckSstConflictsOptions {
   formatKey?: (userKey: Buffer) => string;
   /** Keep every conflicting key in report.conflictingKeys (the skip policy needs them). */
   collectConflictingKeys?: boolean;
+  /**
+   * Hand the listed conflicts to this sink (an NDJSON report file, reportStream.ts) as the scan
+   * finds them, in key order, a batch of about STREAM_BATCH_CONFLICTS at a time between the
+   * scan's slices, keeping none: report.conflicts then holds only the first (for messages),
+   * summary.conflictsReported counts them all, and memory stays bounded whatever maxReported is.
+   */
+  reportSink?: ConflictSink;
+  /**
+   * Keep the runs of unchanged entries in report.unchangedRuns (to leave them out of the
+   * ingestion), within this many bytes (true: UNCHANGED_RUNS_MAX_BYTES). Default: not kept.
+   */
+  collectUnchangedRuns?: boolean | number;
   /** For benchmarks only: seek without trySeekUsingNext. Default true. */
   trySeekUsingNext?: boolean;
   /** Verify SST block checksums while reading (default true). */
@@ -190,7 +207,8 @@ function* conflictCheckSlices(engine: Engine, run: SstSet, opts: CheckSstConflic
   const ownSnapshot = opts.snapshot === undefined ? engine.getSnapshot() : null;
   const snapshot = opts.snapshot ?? (ownSnapshot as Snapshot);
   try {
-    const collector = new ConflictCollector(maxReported, opts.collectConflictingKeys === true);
+    const collector = new ConflictCollector(maxReported, opts.collectConflictingKeys === true, unchangedRunsFor(opts));
+    const lister = new ConflictLister(collector, opts, run, () => resolveExistingSeqs(engine, snapshot, collector));
     let choice: StrategyChoice = {
       strategy: requested === 'get' ? 'get' : 'seek',
       describe: () => 'the SSTs hold no keys',
@@ -202,23 +220,13 @@ function* conflictCheckSlices(engine: Engine, run: SstSet, opts: CheckSstConflic
       const upperBound = Buffer.concat([run.largest, Buffer.of(0)]);
       const input = { engine, run, snapshot, upperBound, collector };
       meter.start();
-      ({ choice, emptySpan } = yield* scanWith(requested, input, trySeekUsingNext, opts.adaptiveClockMs));
+      ({ choice, emptySpan } = yield* lister.streamed(scanWith(requested, input, trySeekUsingNext, opts.adaptiveClockMs), meter));
       meter.stop();
-      resolveExistingSeqs(engine, snapshot, collector);
     }
     const { keyComparisons, seconds: scanSeconds, cpuSeconds: scanCpuSeconds, threadCpuSeconds: scanThreadCpuSeconds } = meter;
-    const formatKey = opts.formatKey ?? showKey;
-    const conflicts: ReportedConflict[] = collector.reported.map((c) => ({
-      key: formatKey(c.key),
-      keyHex: c.key.toString('hex'),
-      existingValue: showValue(c.existingValue, c.existingSizeBytes),
-      newValue: showValue(c.newValue, c.newSizeBytes),
-      existingSeq: c.existingSeq,
-      source: opts.sourceOf?.(c.key) ?? null,
-      sstFile: run.files[c.fileIndex].path,
-    }));
+    const conflicts = lister.finish();
     const unchanged = collector.unchanged;
-    assertCountsAddUp(run.totalEntries, unchanged, collector, conflicts.length, maxReported);
+    assertCountsAddUp(run.totalEntries, unchanged, collector, collector.listed, maxReported);
     return {
       format: CONFLICT_REPORT_FORMAT,
       version: CONFLICT_REPORT_VERSION,
@@ -243,15 +251,98 @@ function* conflictCheckSlices(engine: Engine, run: SstSet, opts: CheckSstConflic
         scanSeconds: Math.round(scanSeconds * 1e6) / 1e6,
         scanCpuSeconds: Math.round(scanCpuSeconds * 1e6) / 1e6,
         scanThreadCpuSeconds: scanThreadCpuSeconds === null ? null : Math.round(scanThreadCpuSeconds * 1e6) / 1e6,
-        conflictsReported: conflicts.length,
+        conflictsReported: collector.listed,
         maxReported,
+        conflictsHeldMax: collector.heldMax,
       },
       conflicts,
       conflictingKeys: collector.allKeys,
+      unchangedRuns: collector.unchangedRuns,
     };
   } finally {
     ownSnapshot?.release();
   }
+}
+
+/** Listed conflicts a streaming check writes out at once (and at most about this many held, plus a slice's). */
+export const STREAM_BATCH_CONFLICTS = 1024;
+
+/**
+ * Turns the collector's listed conflicts into the report's entries (sequence numbers the scan
+ * could not see filled in, keys shown, row sources looked up in key order): all at the end, or,
+ * with opts.reportSink, a batch at a time at the scan's yields, handed to the sink and forgotten.
+ */
+class ConflictLister {
+  private first: ReportedConflict | null = null;
+
+  constructor(
+    private readonly collector: ConflictCollector,
+    private readonly opts: CheckSstConflictsOptions,
+    private readonly run: SstSet,
+    private readonly resolveSeqs: () => void,
+  ) {}
+
+  /** The scan, with a full batch written out at each of its yields (timed apart from the scan: meter paused). */
+  *streamed<T>(scan: Sliced<T>, meter: ScanMeter): Sliced<T> {
+    if (this.opts.reportSink === undefined) return yield* scan;
+    let finished = false;
+    try {
+      for (;;) {
+        const step = scan.next();
+        if (step.done === true) {
+          finished = true;
+          return step.value;
+        }
+        if (this.collector.reported.length >= STREAM_BATCH_CONFLICTS) {
+          meter.pause();
+          this.writeOut(this.opts.reportSink);
+          meter.resume();
+        }
+        yield;
+      }
+    } finally {
+      if (!finished) scan.return(undefined as never);
+    }
+  }
+
+  /** The report's conflicts: every listed one; streamed, the first only (the rest written out now). */
+  finish(): ReportedConflict[] {
+    const sink = this.opts.reportSink;
+    if (sink === undefined) {
+      this.resolveSeqs();
+      return this.collector.reported.map((c) => this.reportedOf(c));
+    }
+    this.writeOut(sink);
+    return this.first === null ? [] : [this.first];
+  }
+
+  private writeOut(sink: ConflictSink): void {
+    this.resolveSeqs();
+    for (const c of this.collector.takeReported()) {
+      const reported = this.reportedOf(c);
+      this.first ??= reported;
+      sink.write(reported);
+    }
+  }
+
+  private reportedOf(c: PendingConflict): ReportedConflict {
+    const formatKey = this.opts.formatKey ?? showKey;
+    return {
+      key: formatKey(c.key),
+      keyHex: c.key.toString('hex'),
+      existingValue: showValue(c.existingValue, c.existingSizeBytes),
+      newValue: showValue(c.newValue, c.newSizeBytes),
+      existingSeq: c.existingSeq,
+      source: this.opts.sourceOf?.(c.key) ?? null,
+      sstFile: this.run.files[c.fileIndex].path,
+    };
+  }
+}
+
+function unchangedRunsFor(opts: CheckSstConflictsOptions): UnchangedRuns | null {
+  const asked = opts.collectUnchangedRuns;
+  if (asked === undefined || asked === false) return null;
+  return new UnchangedRuns(asked === true ? UNCHANGED_RUNS_MAX_BYTES : asked);
 }
 
 function validateOptions(opts: CheckSstConflictsOptions): void {

@@ -5,10 +5,12 @@
  * policy, which must drop them all from the new files).
  *
  * Memory: maxReported × (key + 2 × VALUE_SHOWN_MAX_BYTES) for the list, plus the total size of
- * the conflicting keys when they are collected. Nothing is allocated for a match or a new key.
+ * the conflicting keys when they are collected. A check that streams its report takes the list
+ * out as it goes (takeReported), so only the conflicts not yet written are held. Nothing is allocated for a match or a new key.
  */
 import { DbIterator } from '../engine/dbIterator';
 import { VALUE_SHOWN_MAX_BYTES } from './report';
+import { UnchangedRuns } from './unchangedRuns';
 
 export interface PendingConflict {
   key: Buffer;
@@ -27,13 +29,32 @@ export class ConflictCollector {
   unchanged = 0;
   conflicts = 0;
   engineKeysVisited = 0;
+  /** Listed conflicts held (all of them, unless a streaming report takes them out: takeReported). */
   readonly reported: PendingConflict[] = [];
+  /** Conflicts listed so far (at most maxReported), held or taken out. */
+  listed = 0;
+  /** The most listed conflicts held at once. */
+  heldMax = 0;
   readonly allKeys: Buffer[] | null;
+  /** Runs of unchanged SST entries, when asked for (to leave them out of the ingestion). */
+  readonly unchangedRuns: UnchangedRuns | null;
   private readonly maxReported: number;
 
-  constructor(maxReported: number, collectAllKeys: boolean) {
+  constructor(maxReported: number, collectAllKeys: boolean, unchangedRuns: UnchangedRuns | null = null) {
     this.maxReported = maxReported;
     this.allKeys = collectAllKeys ? [] : null;
+    this.unchangedRuns = unchangedRuns;
+  }
+
+  /** An SST key whose live value is the same; `key` is a view valid only during the call. */
+  unchangedRow(key: Buffer, fileIndex: number): void {
+    this.unchanged++;
+    this.unchangedRuns?.add(key, fileIndex);
+  }
+
+  /** SST keys the engine does not hold were passed over (new rows): an unchanged run ends. */
+  newRows(): void {
+    this.unchangedRuns?.end();
   }
 
   /**
@@ -43,9 +64,12 @@ export class ConflictCollector {
    */
   conflict(key: Buffer, existingValue: Buffer, newValue: Buffer, engine: DbIterator | null, fileIndex: number): void {
     this.conflicts++;
-    const copy = this.reported.length < this.maxReported || this.allKeys !== null ? Buffer.from(key) : null;
+    this.unchangedRuns?.end();
+    const listing = this.listed < this.maxReported;
+    const copy = listing || this.allKeys !== null ? Buffer.from(key) : null;
     if (this.allKeys !== null) this.allKeys.push(copy as Buffer);
-    if (this.reported.length >= this.maxReported) return;
+    if (!listing) return;
+    this.listed++;
     this.reported.push({
       key: copy as Buffer,
       existingValue: prefixCopy(existingValue),
@@ -55,6 +79,12 @@ export class ConflictCollector {
       existingSeq: engine !== null ? engine.sequenceNumber() : -1,
       fileIndex,
     });
+    if (this.reported.length > this.heldMax) this.heldMax = this.reported.length;
+  }
+
+  /** The listed conflicts held, handed over and forgotten (a streaming report writes them out as the scan goes). */
+  takeReported(): PendingConflict[] {
+    return this.reported.splice(0, this.reported.length);
   }
 }
 

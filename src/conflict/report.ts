@@ -12,13 +12,16 @@
  * key order. A value is shown as UTF-8 text when its (shown part) is valid, printable UTF-8, else
  * as hex; only its first VALUE_SHOWN_MAX_BYTES bytes are shown, with its full size beside.
  *
- * The report is written atomically (temp file, fsync, rename), so a reader never sees half.
+ * The report is written atomically (temp file, fsync, rename), so a reader never sees half. The
+ * same report as NDJSON, streamed while the scan runs (one line a conflict, the header last), is
+ * reportStream.ts's.
  */
 import * as fs from 'fs';
 import * as nodePath from 'path';
 import { randomBytes } from 'crypto';
 import { IngestError } from '../util/errors';
 import type { AdaptiveScanStats } from './scanStrategy';
+import type { UnchangedRuns } from './unchangedRuns';
 
 export const CONFLICT_REPORT_FORMAT = 'sst-ingest.conflict-report';
 export const CONFLICT_REPORT_VERSION = 1;
@@ -93,9 +96,14 @@ export interface ConflictSummary {
    * this is the steadiest figure for comparing strategies. Null without the native addon.
    */
   scanThreadCpuSeconds: number | null;
-  /** Conflicts listed in `conflicts` (at most maxReported). */
+  /** Conflicts listed (at most maxReported): in `conflicts`, or the lines of a streamed (NDJSON) report. */
   conflictsReported: number;
   maxReported: number;
+  /**
+   * The most listed conflicts the check held in memory at once: conflictsReported for a JSON
+   * report; a streamed one hands them to its file in batches (reportStream.ts), so a few thousand at most.
+   */
+  conflictsHeldMax: number;
 }
 
 export interface ConflictReport {
@@ -107,18 +115,22 @@ export interface ConflictReport {
   snapshotSequence: number;
   sstFiles: string[];
   summary: ConflictSummary;
+  /** The listed conflicts; when the check streamed them to a sink (reportStream.ts), only the first, for messages. */
   conflicts: ReportedConflict[];
   /**
    * Every conflicting key in key order, when the check was asked to collect them (the `skip`
    * policy needs them all); not part of the JSON document.
    */
   conflictingKeys: Buffer[] | null;
+  /** The runs of unchanged entries, when the check was asked to keep them; not part of the JSON document. */
+  unchangedRuns?: UnchangedRuns | null;
 }
 
 /** The JSON document of a report (everything but the collected keys). */
-export function conflictReportJson(report: ConflictReport): Omit<ConflictReport, 'conflictingKeys'> {
-  const { conflictingKeys: _omitted, ...doc } = report;
+export function conflictReportJson(report: ConflictReport): Omit<ConflictReport, 'conflictingKeys' | 'unchangedRuns'> {
+  const { conflictingKeys: _omitted, unchangedRuns: _runs, ...doc } = report;
   void _omitted;
+  void _runs;
   return doc;
 }
 
@@ -142,7 +154,8 @@ export function writeConflictReport(path: string, report: ConflictReport): void 
   syncParentDir(path);
 }
 
-function syncParentDir(path: string): void {
+/** fsyncs the directory holding `path` (after a rename into it), where the file system allows. */
+export function syncParentDir(path: string): void {
   let fd: number | undefined;
   try {
     fd = fs.openSync(nodePath.dirname(nodePath.resolve(path)), 'r');

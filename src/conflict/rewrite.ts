@@ -1,6 +1,13 @@
 /**
- * The `skip` policy's rewrite: new SST files without the conflicting keys, so that ingesting
- * them changes no live value (conflicting rows are skipped; new and unchanged rows go in).
+ * The policies' rewrite: new SST files without the conflicting keys (skip), so that ingesting
+ * them changes no live value, and without the rows that hold the live value already (every
+ * policy, when the report carries its unchanged runs, unchangedRuns.ts), so that a load that
+ * changes nothing ingests nothing.
+ *
+ * Per file: one holding no conflicting key and only unchanged rows is left out whole, untouched
+ * (unchangedLeftOut); one holding a conflicting key, or at least UNCHANGED_REWRITE_MIN_FRACTION
+ * unchanged rows, is rewritten without both; any other is ingested as it is. A rewrite checks
+ * that each unchanged run covered exactly the rows the scan counted in it.
  *
  * Contract:
  * - Only files whose key range holds a conflicting key are rewritten; the others are returned
@@ -20,13 +27,14 @@
  */
 import * as fs from 'fs';
 import * as nodePath from 'path';
-import { IngestError } from '../util/errors';
+import { IngestError, assert } from '../util/errors';
 import { compareByteRanges, compareUserKeys } from '../base/keyCompare';
 import { TableReader } from '../sstable/reader/tableReader';
 import { TRAILER_BYTES, ValueType, typeOf } from '../base/internalKey';
 import { CompressionType } from '../sstable/compression';
 import { SstFileWriter, SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { SliceOptions, Sliced, runSliced, runSlicedSync } from '../util/slices';
+import { UnchangedRun, UnchangedRuns } from './unchangedRuns';
 
 /** Entries copied between yields. */
 export const REWRITE_ENTRIES_PER_YIELD = 256;
@@ -36,13 +44,23 @@ export interface RewriteOptions {
   sstOptions?: Partial<SstFileWriterOptions>;
   /** Where the rewrite of `path` goes (default `<dir>/<stem>.skip.sst`). */
   outputPathFor?: (path: string) => string;
+  /** Unchanged runs of the files (indexed as sstPaths) to leave out as well. */
+  unchanged?: UnchangedRuns | null;
 }
+
+/**
+ * A file with no conflicting key is rewritten without its unchanged rows only when at least
+ * this fraction of it is unchanged (see dropsOf).
+ */
+export const UNCHANGED_REWRITE_MIN_FRACTION = 0.5;
 
 export interface RewrittenFile {
   from: string;
   to: string;
   keptEntries: number;
   droppedEntries: number;
+  /** Of droppedEntries, those left out as unchanged (the rest conflicted). */
+  unchangedDropped: number;
 }
 
 export interface RewriteResult {
@@ -51,6 +69,10 @@ export interface RewriteResult {
   rewritten: RewrittenFile[];
   /** Originals every entry of which was dropped. */
   emptied: string[];
+  /** Originals left out whole, untouched, because every entry in them was unchanged. */
+  unchangedLeftOut: string[];
+  /** Unchanged rows left out (in rewrites and in files left out whole). */
+  unchangedDropped: number;
 }
 
 export function defaultSkipPath(path: string): string {
@@ -78,25 +100,32 @@ export function rewriteWithoutKeysSliced(
 function* rewriteSlices(sstPaths: readonly string[], conflictingKeys: readonly Buffer[], opts: RewriteOptions): Sliced<RewriteResult> {
   const keys = conflictingKeys.slice().sort(compareUserKeys);
   const outputPathFor = opts.outputPathFor ?? defaultSkipPath;
-  const result: RewriteResult = { paths: [], rewritten: [], emptied: [] };
+  const result: RewriteResult = { paths: [], rewritten: [], emptied: [], unchangedLeftOut: [], unchangedDropped: 0 };
   try {
-    for (const path of sstPaths) {
+    for (let fileIndex = 0; fileIndex < sstPaths.length; fileIndex++) {
+      const path = sstPaths[fileIndex];
       const reader = TableReader.open(path);
       try {
-        const first = firstKeyInFile(reader, keys);
-        if (first < 0) {
+        const drops = dropsOf(reader, keys, opts.unchanged?.runsOf(fileIndex) ?? []);
+        if (drops.kind === 'keep') {
           result.paths.push(path);
+          continue;
+        }
+        if (drops.kind === 'unchanged') {
+          result.unchangedLeftOut.push(path);
+          result.unchangedDropped += drops.unchangedRows;
           continue;
         }
         const to = outputPathFor(path);
         if (nodePath.resolve(to) === nodePath.resolve(path))
           throw new IngestError('INVALID_ARGUMENT', `rewrite of ${path} would overwrite it`);
-        const r = yield* rewriteOne(reader, keys, first, to, { ...optionsOf(reader), ...opts.sstOptions });
+        const r = yield* rewriteOne(reader, drops.filter, to, { ...optionsOf(reader), ...opts.sstOptions });
+        result.unchangedDropped += drops.filter.unchangedDropped;
         if (r === null) {
           result.emptied.push(path);
         } else {
           result.paths.push(to);
-          result.rewritten.push({ from: path, ...r });
+          result.rewritten.push({ from: path, ...r, unchangedDropped: drops.filter.unchangedDropped });
         }
       } finally {
         reader.close();
@@ -106,6 +135,71 @@ function* rewriteSlices(sstPaths: readonly string[], conflictingKeys: readonly B
   } catch (e) {
     for (const r of result.rewritten) fs.rmSync(r.to, { force: true });
     throw e;
+  }
+}
+
+type FileDrops = { kind: 'keep' } | { kind: 'unchanged'; unchangedRows: number } | { kind: 'rewrite'; filter: DropFilter };
+
+/**
+ * What to do with one file: keep it as it is, leave it out (every entry unchanged: no rewrite
+ * needed), or rewrite it without its conflicting keys and unchanged runs. A file with unchanged
+ * rows and no conflicting key is rewritten only when at least UNCHANGED_REWRITE_MIN_FRACTION of
+ * it is unchanged: below that, copying the rest costs more than ingesting a few values over
+ * themselves (which changes nothing a reader sees, and compaction drops the older copies).
+ */
+function dropsOf(reader: TableReader, keys: readonly Buffer[], runs: readonly UnchangedRun[]): FileDrops {
+  const first = firstKeyInFile(reader, keys);
+  const unchangedRows = runs.reduce((n, r) => n + r.rows, 0);
+  const entries = reader.properties.numEntries;
+  assert(unchangedRows <= entries, `${reader.path}: ${unchangedRows} unchanged rows of ${entries} entries`);
+  if (first < 0 && unchangedRows === entries && entries > 0) return { kind: 'unchanged', unchangedRows };
+  if (first < 0 && unchangedRows < entries * UNCHANGED_REWRITE_MIN_FRACTION) return { kind: 'keep' };
+  return { kind: 'rewrite', filter: new DropFilter(keys, Math.max(first, 0), runs) };
+}
+
+/**
+ * The entries a rewrite drops: conflicting keys (from index `from` of the sorted list) and the
+ * entries of unchanged runs. verify() checks each run dropped exactly its row count.
+ */
+class DropFilter {
+  private j: number;
+  private r = 0;
+  private readonly droppedByRun: number[];
+  unchangedDropped = 0;
+
+  constructor(
+    private readonly keys: readonly Buffer[],
+    from: number,
+    private readonly runs: readonly UnchangedRun[],
+  ) {
+    this.j = from;
+    this.droppedByRun = runs.map(() => 0);
+  }
+
+  /** True when the entry whose user key is ikey[0, n) is left out. Called in key order. */
+  drops(ikey: Buffer, n: number): boolean {
+    const { keys, runs } = this;
+    let c = 1;
+    while (this.j < keys.length && (c = compareByteRanges(keys[this.j], 0, keys[this.j].length, ikey, 0, n)) < 0) this.j++;
+    if (this.j < keys.length && c === 0) {
+      this.j++;
+      return true;
+    }
+    while (this.r < runs.length && compareByteRanges(runs[this.r].last, 0, runs[this.r].last.length, ikey, 0, n) < 0) this.r++;
+    if (this.r === runs.length || compareByteRanges(runs[this.r].first, 0, runs[this.r].first.length, ikey, 0, n) > 0) return false;
+    this.droppedByRun[this.r]++;
+    this.unchangedDropped++;
+    return true;
+  }
+
+  /** Each run covered exactly the rows the scan counted in it: anything else is a scan bug. */
+  verify(path: string): void {
+    for (let i = 0; i < this.runs.length; i++) {
+      assert(
+        this.droppedByRun[i] === this.runs[i].rows,
+        `${path}: unchanged run ${i} holds ${this.droppedByRun[i]} entries, the scan counted ${this.runs[i].rows}`,
+      );
+    }
   }
 }
 
@@ -125,17 +219,15 @@ function firstKeyInFile(reader: TableReader, keys: readonly Buffer[]): number {
   return compareByteRanges(keys[lo], 0, keys[lo].length, largest, 0, largest.length - TRAILER_BYTES) <= 0 ? lo : -1;
 }
 
-/** Copies every entry but `keys` (from index `from`) into `to`; null if nothing was left. */
+/** Copies every entry the filter keeps into `to`; null if nothing was left. */
 function* rewriteOne(
   reader: TableReader,
-  keys: readonly Buffer[],
-  from: number,
+  filter: DropFilter,
   to: string,
   options: Partial<SstFileWriterOptions>,
 ): Sliced<{ to: string; keptEntries: number; droppedEntries: number } | null> {
   const writer = new SstFileWriter(to, options);
   const it = reader.newIterator();
-  let j = from;
   let kept = 0;
   let dropped = 0;
   let steps = 0;
@@ -153,16 +245,14 @@ function* rewriteOne(
         );
       }
       const n = ikey.length - TRAILER_BYTES;
-      let c = 1;
-      while (j < keys.length && (c = compareByteRanges(keys[j], 0, keys[j].length, ikey, 0, n)) < 0) j++;
-      if (j < keys.length && c === 0) {
+      if (filter.drops(ikey, n)) {
         dropped++;
-        j++;
         continue;
       }
       writer.put(ikey.subarray(0, n), it.value());
       kept++;
     }
+    filter.verify(reader.path);
     if (kept === 0) {
       writer.abort();
       return null;

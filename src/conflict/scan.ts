@@ -176,12 +176,13 @@ export class SeekCursor {
       if (c === 0) {
         const existing = eng.value();
         const fresh = sst.value();
-        if (existing.equals(fresh)) collector.unchanged++;
+        if (existing.equals(fresh)) collector.unchangedRow(engineKey, sst.currentFile);
         else collector.conflict(engineKey, existing, fresh, eng, sst.currentFile);
         sst.next();
         eng.next();
       } else if (c < 0) {
         // The SST is behind: its keys below engineKey are new.
+        collector.newRows();
         sst.seekGE(engineKey, useNext);
         continue;
       } else {
@@ -221,10 +222,13 @@ export class PointLookups {
     for (; keys < maxKeys && sst.valid(); keys++, sst.next()) {
       const key = sst.key();
       const existing = engine.get(key, readOpts);
-      if (existing === null) continue;
+      if (existing === null) {
+        collector.newRows();
+        continue;
+      }
       collector.engineKeysVisited++;
       const fresh = sst.value();
-      if (existing.equals(fresh)) collector.unchanged++;
+      if (existing.equals(fresh)) collector.unchangedRow(key, sst.currentFile);
       else collector.conflict(key, existing, fresh, null, sst.currentFile);
     }
     return keys;

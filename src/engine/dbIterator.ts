@@ -43,7 +43,8 @@
  * that the check above lets through. The flag is ignored after a backward move, first/last, or
  * setBounds.
  *
- * Key and value views stay valid until the iterator next moves.
+ * Key and value views stay valid until the iterator next moves. Seek targets and bounds are
+ * strings (UTF-8) or bytes (bytesInput.ts), converted once per call.
  */
 import { CoveredRangeSkipper, InternalIterator, SeekOptions } from '../base/iterator';
 import { BoundedInternalIterator } from './boundedIterator';
@@ -52,6 +53,7 @@ import { perf } from '../base/perfContext';
 import { MAX_SEQUENCE_NUMBER, sequenceOf, TRAILER_BYTES, typeOf, ValueType, writeTrailer } from '../base/internalKey';
 import { assert } from '../util/errors';
 import { RangeDelAggregator, RangeDelDirection } from './rangedel/rangeDelAggregator';
+import { BytesInput, toBytes, toBytesOrUndefined } from './bytesInput';
 
 const TRY_SEEK_USING_NEXT: SeekOptions = { trySeekUsingNext: true };
 
@@ -180,8 +182,10 @@ export class DbIterator {
   }
 
   /** Replaces the bounds; re-position the iterator afterwards. */
-  setBounds(lowerBound?: Buffer, upperBound?: Buffer): void {
+  setBounds(lowerBoundInput?: BytesInput, upperBoundInput?: BytesInput): void {
     this.checkOpen();
+    const lowerBound = toBytesOrUndefined(lowerBoundInput);
+    const upperBound = toBytesOrUndefined(upperBoundInput);
     for (const c of this.boundedChildren) c.setBounds(lowerBound, upperBound);
     this.isValid = false;
     this.trySeekAllowed = false;
@@ -203,8 +207,9 @@ export class DbIterator {
     this.findPrevUserEntry();
   }
 
-  seekGE(userKey: Buffer, opts?: DbSeekOptions): void {
+  seekGE(userKeyInput: BytesInput, opts?: DbSeekOptions): void {
     this.checkOpen();
+    const userKey = toBytes(userKeyInput);
     if (opts !== undefined && opts.trySeekUsingNext === true && this.trySeekAllowed && this.direction === Direction.Forward) {
       if (!this.isValid) return; // exhausted moving forward: nothing >= a larger target either
       perf.keyComparisons++;
@@ -219,8 +224,9 @@ export class DbIterator {
     this.findNextUserEntry(false);
   }
 
-  seekLT(userKey: Buffer): void {
+  seekLT(userKeyInput: BytesInput): void {
     this.checkOpen();
+    const userKey = toBytes(userKeyInput);
     this.trySeekAllowed = false;
     this.direction = Direction.Reverse;
     // (userKey, max seq) is the first internal key of userKey: everything before it is < userKey.

@@ -18,6 +18,10 @@
  * covers the key (newest first), then at most one file per deeper level found by binary search;
  * a table consults its Bloom filter before reading any data block. The first version found
  * decides (a point deletion means absent). Iterators merge all of these (see dbIterator.ts).
+ * Reads are synchronous calls (get, getSnapshot, newIterator and every iterator step): memtables
+ * are in memory and table blocks are read with synchronous I/O (sstable/reader: readSync through
+ * the table cache), so a read never waits on anything but the disk; writes return promises
+ * because a write may have to wait (for room in the memtable, for an ingestion's span latch).
  * Range deletions go through the WAL and the memtable like other writes, are written into the
  * range-deletion block of flushed and compacted tables, and hide every key they cover from reads
  * at or after their sequence number: `get` raises a covering sequence source by source, iterators
@@ -39,7 +43,9 @@
  * refers to, and remove the scratch directories of importers that died (scratchDirs.ts). If the
  * replayed data outgrew one write buffer it is flushed to L0 right away, so that a WAL is always
  * retired whole; otherwise it stays in the memtable and its WALs stay live. This file holds the
- * running engine. close() flushes nothing: it stops a running flush (its partial file is
+ * running engine. Opened with readOnly (RocksDB's OpenForReadOnly), it takes no LOCK and writes
+ * nothing: the replayed WALs stay in memory (older memtables as immutable ones), and every write,
+ * flush, compaction and ingestion fails with NOT_SUPPORTED (checkWritable). close() flushes nothing: it stops a running flush (its partial file is
  * deleted; the data is still in the WALs), syncs the WAL, and releases the LOCK.
  */
 import { setImmediate as yieldToEventLoop } from 'timers/promises';
@@ -75,10 +81,12 @@ import { RangeDelAggregator } from './rangedel/rangeDelAggregator';
 import { PinnedSequences, Snapshot } from './snapshot';
 import { EngineOptions } from './engineOptions';
 import { maxCoveringSeq } from './rangedel/tombstoneIndex';
+import { BytesInput, toBytes, toBytesOrUndefined } from './bytesInput';
 
 export type { EngineOptions, EngineTableOptions } from './engineOptions';
 export { Snapshot } from './snapshot';
 export { DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './spanLatches';
+export type { BytesInput } from './bytesInput';
 
 export interface WriteOptions {
   /** fdatasync the WAL before the write returns. */
@@ -91,9 +99,9 @@ export interface ReadOptions {
 
 export interface IteratorOptions extends ReadOptions {
   /** Inclusive lower bound (user key). Held by reference: do not modify it while iterating. */
-  lowerBound?: Buffer;
+  lowerBound?: BytesInput;
   /** Exclusive upper bound (user key). Held by reference: do not modify it while iterating. */
-  upperBound?: Buffer;
+  upperBound?: BytesInput;
 }
 
 // Defined with the recovery that fills it in (open.ts); exported here with Engine.recovery's type.
@@ -173,13 +181,17 @@ export class Engine {
   private readonly syncByDefault: boolean;
   private readonly initialArenaBytes: number;
   private readonly flushOptions: Omit<FlushOptions, 'fileNumber'>;
-  private readonly lock: DbLock;
+  /** null when read-only. */
+  private readonly lock: DbLock | null;
+  /** Opened with EngineOptions.readOnly: nothing is written (see the module comment). */
+  readonly readOnly: boolean;
   private readonly versions: VersionSet;
   private readonly tableCache: TableCache;
   private readonly snapshots = new PinnedSequences();
 
   private mem: Memtable;
-  private wal: LogWriter;
+  /** The WAL, through `wal`; null when read-only (no write gets as far as the WAL then). */
+  private walOrNull: LogWriter | null;
   private readonly imms: ImmutableMemtable[] = [];
   /** WAL numbers on disk that may still hold unflushed data, ascending. */
   private liveLogNumbers: number[];
@@ -197,6 +209,8 @@ export class Engine {
   private backgroundError: Error | null = null;
   /** The background error is a flush that found the disk full while writing its table: resume() may retry it. */
   private backgroundErrorResumable = false;
+  /** The background error is the WAL's: resume() must switch to a new log before anything else. */
+  private walFailed = false;
   private closing = false;
   private closed = false;
   private closePromise: Promise<void> | null = null;
@@ -247,10 +261,12 @@ export class Engine {
     // A background flush stops at its next slice once close() begins.
     this.flushOptions = { ...recovered.flushOptions, shouldAbort: () => this.closing };
     this.lock = recovered.lock;
+    this.readOnly = recovered.readOnly;
     this.versions = recovered.versions;
     this.tableCache = tableCache;
     this.mem = recovered.mem;
-    this.wal = recovered.wal;
+    for (const mem of recovered.immutableMems) this.imms.push({ mem, logNumberAfterFlush: recovered.versions.logNumber });
+    this.walOrNull = recovered.wal;
     this.liveLogNumbers = recovered.liveLogNumbers;
     this.recovery = recovered.report;
     this.latchWaitTimeoutMs = recovered.latchWaitTimeoutMs;
@@ -314,13 +330,13 @@ export class Engine {
     await this.compactions.idle();
     await this.walDirSyncing; // the newest WAL's name, synced on the thread pool
     try {
-      this.wal.sync();
+      this.walOrNull?.sync();
     } finally {
-      this.wal.close();
+      this.walOrNull?.close();
       this.versions.close();
       this.tableCache.close();
       this.closed = true;
-      this.lock.release();
+      this.lock?.release();
     }
   }
 
@@ -330,10 +346,14 @@ export class Engine {
    * Every write resolves to the sequence number of its first record once it is in the WAL (and
    * fdatasynced with sync). A write waits, before committing, while the memtable has no room and
    * while its keys fall inside a span an ingestion has latched; both are re-checked in the same
-   * synchronous step as the commit.
+   * synchronous step as the commit. That waiting is why writes return promises: the commit
+   * itself (the WAL append, the fdatasync with sync, the memtable insert) is synchronous.
+   * Keys and values are strings (UTF-8) or bytes (bytesInput.ts), converted once here.
    */
 
-  async put(key: Buffer, value: Buffer, opts?: WriteOptions): Promise<number> {
+  async put(keyInput: BytesInput, valueInput: BytesInput, opts?: WriteOptions): Promise<number> {
+    const key = toBytes(keyInput);
+    const value = toBytes(valueInput);
     for (;;) {
       while (this.mustMakeRoom()) await this.makeRoomForWrite();
       const latch = this.latches.blockerOfKey(key);
@@ -346,7 +366,8 @@ export class Engine {
     return this.commit(b, opts);
   }
 
-  async delete(key: Buffer, opts?: WriteOptions): Promise<number> {
+  async delete(keyInput: BytesInput, opts?: WriteOptions): Promise<number> {
+    const key = toBytes(keyInput);
     for (;;) {
       while (this.mustMakeRoom()) await this.makeRoomForWrite();
       const latch = this.latches.blockerOfKey(key);
@@ -363,7 +384,9 @@ export class Engine {
    * Deletes every key in [start, end) written before it: one range tombstone, logged and
    * applied like any write; reads at or after its sequence number no longer see those keys.
    */
-  async deleteRange(start: Buffer, end: Buffer, opts?: WriteOptions): Promise<number> {
+  async deleteRange(startInput: BytesInput, endInput: BytesInput, opts?: WriteOptions): Promise<number> {
+    const start = toBytes(startInput);
+    const end = toBytes(endInput);
     for (;;) {
       while (this.mustMakeRoom()) await this.makeRoomForWrite();
       const latch = this.latches.blockerOfRange(start, end);
@@ -400,7 +423,7 @@ export class Engine {
       // Queued after the log writer's own end-of-turn write (immediates run in order).
       setImmediate(() => {
         try {
-          if (!this.closed) this.wal.flush();
+          if (!this.closed) this.walOrNull?.flush();
           resolve();
         } catch (err) {
           reject(err);
@@ -421,9 +444,11 @@ export class Engine {
    * a newer range tombstone). Sources are asked newest first; before each source's point lookup,
    * its tombstones covering the key raise `coveringSeq`, and the first version found is deleted
    * if its sequence is below it. A source without tombstones adds no comparison.
+   * Synchronous (see the module comment).
    */
-  get(key: Buffer, opts?: ReadOptions): Buffer | null {
+  get(keyInput: BytesInput, opts?: ReadOptions): Buffer | null {
     this.checkOpen();
+    const key = toBytes(keyInput);
     const readSeq = opts?.snapshot?.sequence ?? this.versions.lastSequence;
     const out = this.lookup;
     let coveringSeq = 0;
@@ -462,6 +487,11 @@ export class Engine {
     return new Snapshot(this.versions.lastSequence, this.snapshots);
   }
 
+  /**
+   * An iterator over the keys visible at the read point (the snapshot's, else the latest),
+   * within [lowerBound, upperBound): position it (first, seekGE, ...) before reading, and close()
+   * it when done, since it pins its read point and the files it reads until then.
+   */
   newIterator(opts: IteratorOptions = {}): DbIterator {
     this.checkOpen();
     const readSeq = opts.snapshot?.sequence ?? this.versions.lastSequence;
@@ -469,7 +499,8 @@ export class Engine {
     const pin = new Snapshot(readSeq, this.snapshots);
     const version = this.versions.current;
     version.ref();
-    const { lowerBound, upperBound } = opts;
+    const lowerBound = toBytesOrUndefined(opts.lowerBound);
+    const upperBound = toBytesOrUndefined(opts.upperBound);
     // Memtables give their tombstones now; level iterators give each file's as they open it.
     const rangeDel = new RangeDelAggregator();
     const children: BoundedInternalIterator[] = [];
@@ -593,6 +624,7 @@ export class Engine {
    * be flushed twice). See ingest/ingestionJob.ts.
    */
   async ingestExternalFiles(paths: readonly string[], options?: IngestOptions): Promise<IngestionResult> {
+    if (this.readOnly) throw this.readOnlyError();
     return ingestExternalFiles(this.ingestionHost(), paths, options);
   }
 
@@ -612,11 +644,27 @@ export class Engine {
     check: IngestionCheck<R>,
     options?: IngestOptions,
   ): Promise<CheckedIngestion<R>> {
+    if (this.readOnly) throw this.readOnlyError();
     return ingestExternalFilesChecked(this.ingestionHost(), paths, check, options);
+  }
+
+  /**
+   * Why the engine refuses writes, or null while it takes them: `resumable` when a full disk
+   * caused it (resume() takes writes again once space is freed), else a reopen is needed.
+   */
+  get writeError(): { code: 'NO_SPACE' | 'IO'; message: string; resumable: boolean } | null {
+    const err = this.backgroundError;
+    if (err === null) return null;
+    return { code: this.backgroundErrorResumable ? 'NO_SPACE' : 'IO', message: err.message, resumable: this.backgroundErrorResumable };
   }
 
   get lastSequence(): number {
     return this.versions.lastSequence;
+  }
+
+  /** Whether a write that does not say `sync` is fdatasynced (EngineOptions.sync). */
+  get syncsWritesByDefault(): boolean {
+    return this.syncByDefault;
   }
 
   /** The current version's files per level (L0 newest first). */
@@ -654,10 +702,10 @@ export class Engine {
    * deepest level holding any of them, which is rewritten in place if it holds deletions (see
    * compaction/compactionScheduler.ts). Background compactions wait meanwhile.
    */
-  async compactRange(from?: Buffer, to?: Buffer): Promise<void> {
+  async compactRange(from?: BytesInput, to?: BytesInput): Promise<void> {
     this.checkWritable();
     await this.flush();
-    await this.compactions.compactRange(from ?? null, to ?? null);
+    await this.compactions.compactRange(toBytesOrUndefined(from) ?? null, toBytesOrUndefined(to) ?? null);
   }
 
   /** Resolves once no compaction is running or due (for tests and benchmarks). */
@@ -724,13 +772,59 @@ export class Engine {
     if (this.closed || this.closing) throw invalid(`database ${this.dir} is closed`);
   }
 
+  /** The WAL; only writes reach it, and checkWritable refuses them first when read-only. */
+  private get wal(): LogWriter {
+    if (this.walOrNull === null) throw this.readOnlyError();
+    return this.walOrNull;
+  }
+
+  private set wal(wal: LogWriter) {
+    this.walOrNull = wal;
+  }
+
+  private readOnlyError(): IngestError {
+    return new IngestError(
+      'NOT_SUPPORTED',
+      `database ${this.dir} is open read-only: writes, flushes, compactions and ingestions are refused`,
+    );
+  }
+
   private checkWritable(): void {
     this.checkOpen();
-    if (this.backgroundError !== null) {
-      throw new IngestError('IO', `database ${this.dir} stopped accepting writes after a failed flush: ${this.backgroundError.message}`, {
-        cause: this.backgroundError,
-      });
+    if (this.readOnly) throw this.readOnlyError();
+    const err = this.backgroundError;
+    if (err === null) return;
+    if (this.backgroundErrorResumable) {
+      throw new IngestError(
+        'NO_SPACE',
+        `database ${this.dir} is out of disk space and takes no writes until space is freed and it resumes: ${err.message}`,
+        {
+          cause: err,
+        },
+      );
     }
+    throw new IngestError(
+      'IO',
+      `database ${this.dir} stopped accepting writes after a failed ${this.walFailed ? 'log write' : 'flush'}: ${err.message}`,
+      {
+        cause: err,
+      },
+    );
+  }
+
+  /**
+   * A write to the WAL failed: its tail is unknown, so no record may follow it there. Every
+   * acknowledged write is in the memtables, and stays readable; writes are refused until
+   * resume() has switched to a new log and flushed those memtables (resumable on a full disk).
+   */
+  private failWal(err: unknown): never {
+    if (this.backgroundError === null) {
+      this.backgroundError = err as Error;
+      this.backgroundErrorResumable = isNoSpaceError(err);
+    }
+    this.walFailed = true;
+    this.checkWritable();
+    throw err;
   }
 
   /**
@@ -812,8 +906,12 @@ export class Engine {
     }
     const seq = this.versions.lastSequence + 1;
     batch.setSequence(seq);
-    this.wal.addRecord(batch.encoded());
-    if (sync) this.wal.sync();
+    try {
+      this.wal.addRecord(batch.encoded());
+      if (sync) this.wal.sync();
+    } catch (err) {
+      this.failWal(err);
+    }
     this.inserter.mem = this.mem;
     iterateRecords(batch.encoded(), seq, this.inserter, { file: this.wal.path, offset: 0 });
     this.versions.lastSequence = seq + batch.count - 1;
@@ -900,10 +998,13 @@ export class Engine {
   }
 
   /**
-   * Takes writes again after a flush found the disk full (RocksDB's DB::Resume, for the case that
-   * is safe here): once space is freed, clears the error and flushes again. Resolves when the
-   * engine accepts writes; rejects, leaving it read-only, when there is no such error to recover
-   * from (any other background error needs a reopen) or the flush fails again.
+   * Takes writes again after a flush or a WAL write found the disk full (RocksDB's DB::Resume,
+   * for the cases that are safe here): once space is freed, switches to a new WAL if the old one
+   * failed (its torn tail is dropped by replay: nothing after it was acknowledged from that log),
+   * flushes every memtable, and only then clears the error, so that every write acknowledged
+   * before the failure is in a table before a new one is taken. Resolves when the engine accepts
+   * writes; rejects, still refusing them, when the error is not a full disk (a reopen is needed)
+   * or space is still short (a later call may succeed).
    */
   async resume(): Promise<void> {
     this.checkOpen();
@@ -912,13 +1013,33 @@ export class Engine {
     if (!this.backgroundErrorResumable) {
       throw new IngestError('IO', `database ${this.dir} cannot resume after this failure (reopen it): ${err.message}`, { cause: err });
     }
-    this.backgroundError = null;
-    this.backgroundErrorResumable = false;
     await this.flushRunning;
+    if (this.walFailed) this.switchAfterWalFailure();
     this.scheduleFlush();
     await this.flushRunning;
-    this.checkWritable();
+    if (this.backgroundError !== err || this.imms.length > 0) this.checkWritable();
+    this.backgroundError = null;
+    this.backgroundErrorResumable = false;
     this.wakeFlushWaiters();
+    this.compactions.maybeSchedule();
+  }
+
+  /** resume()'s first step after a WAL failure: a new log, and the memtable it failed under made immutable. */
+  private switchAfterWalFailure(): void {
+    const walNumber = this.versions.newFileNumber();
+    const wal = LogWriter.create(logFileName(this.dir, walNumber));
+    try {
+      this.wal.close();
+    } catch {
+      // The failed log's buffered tail cannot be written: replay drops a torn tail, and what it
+      // held is in the memtable being flushed.
+    }
+    this.wal = wal;
+    this.walFailed = false;
+    this.syncWalDirInBackground();
+    this.liveLogNumbers.push(walNumber);
+    this.imms.push({ mem: this.mem, logNumberAfterFlush: walNumber });
+    this.mem = new Memtable({ initialArenaBytes: this.initialArenaBytes });
   }
 
   /** Sequence numbers of live snapshots and iterator read points, ascending and distinct. */

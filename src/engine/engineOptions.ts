@@ -16,6 +16,15 @@ export type EngineTableOptions = Partial<
 >;
 
 export interface EngineOptions extends CompactionOptions {
+  /**
+   * Open for reading only, as RocksDB's OpenForReadOnly (default false): no LOCK is taken and
+   * nothing in the directory is written, created or deleted (the WALs are replayed into memory;
+   * no new WAL, MANIFEST or OPTIONS file); every write, flush, compaction and ingestion fails
+   * with NOT_SUPPORTED. The database must exist (createIfMissing and errorIfExists do not
+   * apply). Reads see the database as of the open; a writer that has it open meanwhile may
+   * delete files under it (a read then fails with an I/O error), as with RocksDB.
+   */
+  readOnly?: boolean;
   /** Create the database if the directory holds none (default true). */
   createIfMissing?: boolean;
   /** Refuse to open an existing database (default false). */

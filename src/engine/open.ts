@@ -26,6 +26,12 @@
  *    (scratchDirs.ts); then compactions the recovered levels call for are scheduled.
  * Until step 7's clean-up has run, any failure closes what was opened, newest first, releases
  * the LOCK and rethrows the first error.
+ *
+ * Read-only (EngineOptions.readOnly, RocksDB's OpenForReadOnly; openReadOnly below): steps 1, 3
+ * and 4 as above, but no directory is created and no LOCK taken; step 5 replays the WALs into
+ * memory only (every replayed memtable is kept, the older ones as immutable memtables, since
+ * nothing may be flushed); step 6 opens the table cache and adopts the recovered manifest as it
+ * is; step 7 deletes nothing and schedules nothing. Nothing in the directory is written.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -74,14 +80,19 @@ export interface RecoveredEngine {
   initialArenaBytes: number;
   /** Options for flushed tables; shouldAbort never aborts (the engine sets its own). */
   flushOptions: Omit<FlushOptions, 'fileNumber'>;
-  lock: DbLock;
+  /** null when read-only. */
+  lock: DbLock | null;
   versions: VersionSet;
   tableCache: TableCache;
   /** EngineOptions.latchWaitTimeoutMs, validated. */
   latchWaitTimeoutMs: number;
   /** The active memtable: the replayed data, or empty. */
   mem: Memtable;
-  wal: LogWriter;
+  /** Replayed memtables older than `mem`, oldest first: kept only when read-only (else flushed at open). */
+  immutableMems: Memtable[];
+  /** null when read-only. */
+  wal: LogWriter | null;
+  readOnly: boolean;
   /** WAL numbers on disk that may still hold unflushed data, ascending (the new WAL last). */
   liveLogNumbers: number[];
   report: RecoveryReport;
@@ -142,6 +153,7 @@ export function checkDatabaseDir(dir: string): void {
  */
 export function openEngine<E>(dir: string, options: EngineOptions, build: (recovered: RecoveredEngine) => EngineBinding<E>): E {
   const limits = resolveOpenLimits(options);
+  if (options.readOnly === true) return openReadOnly(dir, options, limits, build);
   if (!fs.existsSync(dir)) {
     if (!limits.createIfMissing) throw invalid(`database directory ${dir} does not exist (createIfMissing is false)`);
     try {
@@ -211,6 +223,8 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
       versions,
       tableCache,
       wal,
+      immutableMems: [],
+      readOnly: false,
       ...replayed,
     });
     obsoleteHandler = (n) => binding.deleteObsoleteTable(n);
@@ -224,6 +238,62 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     lock.release();
     throw err;
   }
+}
+
+/**
+ * The read-only open (see the module comment): recovery into memory, nothing written. The
+ * directory must hold a database.
+ */
+function openReadOnly<E>(
+  dir: string,
+  options: EngineOptions,
+  limits: OpenLimits,
+  build: (recovered: RecoveredEngine) => EngineBinding<E>,
+): E {
+  if (!fs.existsSync(dir)) throw invalid(`database directory ${dir} does not exist (a read-only open creates nothing)`);
+  checkDatabaseDir(dir);
+  const recovered = recoverManifest(dir);
+  if (recovered === null) throw invalid(`${dir} holds no database (a read-only open creates nothing)`);
+  const state = recovered.state;
+  state.comparator = BYTEWISE_COMPARATOR_NAME;
+  const names = fs.readdirSync(dir);
+  checkLiveTableSizes(dir, state);
+  refuseUnsupportedOptions(dir, names, () => anyMergeOperands(dir, state));
+  const logsToReplay = reserveFileNumbers(state, names);
+  const initialArenaBytes = initialArenaSize(limits.writeBufferSizeBytes);
+  const replay = replayLogs(dir, logsToReplay, {
+    writeBufferSizeBytes: limits.writeBufferSizeBytes,
+    initialArenaBytes,
+    lastSequence: state.lastSequence,
+  });
+  state.lastSequence = replay.lastSequence;
+  const tableCache = new TableCache(dir, {
+    maxOpenFiles: limits.maxOpenFiles,
+    blockCache: options.blockCache ?? new BlockCache(options.blockCacheSizeBytes ?? DEFAULTS.blockCacheSizeBytes),
+  });
+  const versions = new VersionSet(dir, state, recovered.manifestNumber, {
+    onObsoleteFile: () => undefined,
+    readOnlyManifestNumber: recovered.manifestNumber,
+  });
+  const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
+  return build({
+    dir,
+    writeBufferSizeBytes: limits.writeBufferSizeBytes,
+    maxImmutableMemtables: limits.maxImmutableMemtables,
+    sync: options.sync ?? false,
+    latchWaitTimeoutMs: limits.latchWaitTimeoutMs,
+    initialArenaBytes,
+    flushOptions: { dir, table, entriesPerSlice: limits.flushSliceEntries, shouldAbort: () => false },
+    lock: null,
+    versions,
+    tableCache,
+    wal: null,
+    mem: replay.memtables[replay.memtables.length - 1],
+    immutableMems: replay.memtables.slice(0, -1),
+    readOnly: true,
+    liveLogNumbers: logsToReplay.length > 0 ? logsToReplay : [state.logNumber],
+    report: { logsReplayed: logsToReplay, batchesReplayed: replay.batches, droppedTails: replay.droppedTails, tablesFlushedAtOpen: 0 },
+  }).engine;
 }
 
 /** Runs every close; errors are swallowed (already failing: the first error is the one to report). */

@@ -4,10 +4,13 @@
  *
  *   {"lastSequence", "levels": [{"level", "files": [{"number", "sizeBytes", "smallestHex",
  *    "largestHex", "smallestSeq", "largestSeq"}]}] (every level, L0 newest file first),
- *    "compaction": {...} (the compaction counters)}
+ *    "compaction": {...} (the compaction counters),
+ *    "spaceAmplification": {"estimate", "tableBytes", "lastLevel", "lastLevelBytes"}
+ *    (spaceAmplification.ts: all table bytes per byte of the last level with data)}
  */
 import { userKeyOf } from '../base/internalKey';
 import { Engine } from './engine';
+import { spaceAmplificationOf } from './spaceAmplification';
 
 export interface StatsReportFile {
   number: number;
@@ -22,6 +25,7 @@ export interface StatsReport {
   lastSequence: number;
   levels: { level: number; files: StatsReportFile[] }[];
   compaction: object;
+  spaceAmplification: { estimate: number; tableBytes: number; lastLevel: number; lastLevelBytes: number };
 }
 
 export function statsReportOf(engine: Engine): StatsReport {
@@ -37,5 +41,11 @@ export function statsReportOf(engine: Engine): StatsReport {
       largestSeq: f.largestSeq,
     })),
   }));
-  return { lastSequence: stats.lastSequence, levels, compaction: stats.compaction };
+  const { estimate, tableBytes, lastLevel, lastLevelBytes } = spaceAmplificationOf(engine.levelFiles());
+  return {
+    lastSequence: stats.lastSequence,
+    levels,
+    compaction: stats.compaction,
+    spaceAmplification: { estimate, tableBytes, lastLevel, lastLevelBytes },
+  };
 }

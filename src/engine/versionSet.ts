@@ -11,11 +11,13 @@
  *   version (the current one, or one an iterator still reads) holds it; the version set then
  *   reports it through `onObsoleteFile` so the engine can close and delete it.
  * - The manifest is rolled over to a fresh snapshot when it outgrows maxManifestFileSizeBytes.
+ * - Read-only (readOnlyManifestNumber): the recovered manifest is adopted as it is, nothing is
+ *   written or deleted, and logAndApply fails with NOT_SUPPORTED.
  * - File numbers come from one counter. Numbers handed out but not yet in an edit (a WAL, a table
  *   being written) are recorded by the next edit's next-file-number; after a crash, recovery
  *   bumps the counter past every numbered file it finds, so no number is ever reused.
  */
-import { assert } from '../util/errors';
+import { IngestError, assert } from '../util/errors';
 import { ManifestState, ManifestWriter, applyEdit, copyManifestState } from './manifest';
 import { manifestFileName } from './fileNames';
 import { removeIfExists } from './durableFs';
@@ -27,7 +29,10 @@ export const DEFAULT_MAX_MANIFEST_FILE_SIZE_BYTES = 64 * 1024 * 1024;
 export class VersionSet {
   readonly dir: string;
   private state: ManifestState;
-  private manifest: ManifestWriter;
+  /** null when read-only. */
+  private manifest: ManifestWriter | null;
+  /** The recovered manifest's number, when read-only. */
+  private readonly readOnlyManifestNumber: number | null;
   private currentVersion: Version;
   private readonly liveVersions = new Set<Version>();
   /** Live-version count per file number. */
@@ -37,20 +42,26 @@ export class VersionSet {
 
   /**
    * Starts a new manifest holding `state` (the recovered state with any recovery changes), points
-   * CURRENT at it and deletes the previous manifest.
+   * CURRENT at it and deletes the previous manifest; or, with `readOnlyManifestNumber`, adopts the
+   * recovered manifest of that number and writes nothing.
    */
   constructor(
     dir: string,
     state: ManifestState,
     previousManifestNumber: number | null,
-    opts: { maxManifestFileSizeBytes?: number; onObsoleteFile: (fileNumber: number) => void },
+    opts: { maxManifestFileSizeBytes?: number; onObsoleteFile: (fileNumber: number) => void; readOnlyManifestNumber?: number },
   ) {
     this.dir = dir;
     this.state = state;
     this.maxManifestFileSizeBytes = opts.maxManifestFileSizeBytes ?? DEFAULT_MAX_MANIFEST_FILE_SIZE_BYTES;
     this.onObsoleteFile = opts.onObsoleteFile;
-    this.manifest = ManifestWriter.create(dir, this.newFileNumber(), state);
-    if (previousManifestNumber !== null) removeIfExists(manifestFileName(dir, previousManifestNumber));
+    this.readOnlyManifestNumber = opts.readOnlyManifestNumber ?? null;
+    if (this.readOnlyManifestNumber !== null) {
+      this.manifest = null;
+    } else {
+      this.manifest = ManifestWriter.create(dir, this.newFileNumber(), state);
+      if (previousManifestNumber !== null) removeIfExists(manifestFileName(dir, previousManifestNumber));
+    }
     this.currentVersion = this.buildVersion();
     this.install(this.currentVersion);
   }
@@ -73,7 +84,7 @@ export class VersionSet {
   }
 
   get manifestFileNumber(): number {
-    return this.manifest.fileNumber;
+    return this.manifest?.fileNumber ?? (this.readOnlyManifestNumber as number);
   }
 
   newFileNumber(): number {
@@ -85,6 +96,8 @@ export class VersionSet {
    * installs the resulting version.
    */
   logAndApply(edit: VersionEdit): Version {
+    if (this.manifest === null)
+      throw new IngestError('NOT_SUPPORTED', `database ${this.dir} is open read-only: its manifest takes no edits`);
     if (this.manifest.sizeBytes > this.maxManifestFileSizeBytes) this.rollManifest();
     edit.nextFileNumber = this.state.nextFileNumber;
     edit.lastSequence = this.state.lastSequence;
@@ -103,7 +116,7 @@ export class VersionSet {
 
   /** Releases the current version and closes the manifest. */
   close(): void {
-    this.manifest.close();
+    this.manifest?.close();
   }
 
   /** True when some live version holds the file. */
@@ -138,7 +151,7 @@ export class VersionSet {
 
   /** Writes the state into a fresh manifest and retires the old one. */
   private rollManifest(): void {
-    const old = this.manifest;
+    const old = this.manifest as ManifestWriter;
     this.manifest = ManifestWriter.create(this.dir, this.newFileNumber(), this.state);
     old.close();
     removeIfExists(manifestFileName(this.dir, old.fileNumber));

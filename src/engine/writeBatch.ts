@@ -13,12 +13,14 @@
  * gets sequence base + i, so a batch consumes `count` consecutive sequence numbers and a reader
  * at any snapshot sees either all of a batch or none of it. A decoded batch is validated record
  * by record (lengths inside the buffer, known types, count matches, no trailing bytes); damage is
- * a CorruptionError naming where the batch came from.
+ * a CorruptionError naming where the batch came from. Keys and values are strings (UTF-8) or
+ * bytes (bytesInput.ts).
  */
 import { ByteSink, decoded, readVarint32 } from '../util/coding';
 import { CorruptionError, IngestError, assert } from '../util/errors';
 import { MAX_ASSIGNABLE_SEQUENCE, ValueType } from '../base/internalKey';
 import { MAX_LOGICAL_RECORD_BYTES } from './wal/logFormat';
+import { BytesInput, toBytes } from './bytesInput';
 
 export const WRITE_BATCH_HEADER_BYTES = 12;
 /** A batch must fit one log record. */
@@ -57,7 +59,7 @@ export class WriteBatch {
     return batch;
   }
 
-  put(key: Uint8Array, value: Uint8Array): this {
+  put(key: BytesInput, value: BytesInput): this {
     this.rep.putByte(ValueType.Value);
     this.putSlice(key);
     this.putSlice(value);
@@ -65,7 +67,7 @@ export class WriteBatch {
     return this;
   }
 
-  delete(key: Uint8Array): this {
+  delete(key: BytesInput): this {
     this.rep.putByte(ValueType.Deletion);
     this.putSlice(key);
     this.bumpCount();
@@ -76,7 +78,9 @@ export class WriteBatch {
    * Deletes every key in [start, end). An empty range (start == end) deletes nothing and is not
    * recorded; start > end is a caller bug reported as INVALID_ARGUMENT.
    */
-  deleteRange(start: Uint8Array, end: Uint8Array): this {
+  deleteRange(startInput: BytesInput, endInput: BytesInput): this {
+    const start = toBytes(startInput);
+    const end = toBytes(endInput);
     const c = Buffer.compare(start, end);
     if (c > 0) throw new IngestError('INVALID_ARGUMENT', 'deleteRange: start key is after end key');
     if (c === 0) return this;
@@ -126,7 +130,8 @@ export class WriteBatch {
     iterateRecords(this.rep.view(), this.sequence, visitor, { file: '<write batch>', offset: 0 });
   }
 
-  private putSlice(s: Uint8Array): void {
+  private putSlice(input: BytesInput): void {
+    const s = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
     this.rep.putVarint32(s.length);
     this.rep.putBytes(s);
   }

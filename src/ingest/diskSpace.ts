@@ -104,7 +104,7 @@ export function noSpaceErrorOf(
   resumable: boolean,
   unchanged: string,
 ): unknown {
-  if (!isNoSpaceError(err) || (err instanceof IngestError && err.code === 'NO_SPACE')) return err;
+  if (!isNoSpaceError(err) || told.has(err as object)) return err;
   let free = '';
   try {
     free = `, ${mib(freeBytes(dir))} MiB free now`;
@@ -113,8 +113,13 @@ export function noSpaceErrorOf(
   }
   const need = neededBytes !== null && neededBytes > 0 ? `; about ${mib(neededBytes)} MiB more are needed${free}` : free;
   const then = resumable ? 'free space, then run the same command again to resume' : 'free space and run it again';
-  return new IngestError('NO_SPACE', `no space left in ${dir} while ${doing}${need}; ${then} (${unchanged})`, { cause: err });
+  const e = new IngestError('NO_SPACE', `no space left in ${dir} while ${doing}${need}; ${then} (${unchanged})`, { cause: err });
+  told.add(e);
+  return e;
 }
+
+/** NO_SPACE errors that already say what the import was doing (an engine's own NO_SPACE does not). */
+const told = new WeakSet<object>();
 
 /** Bytes of the files directly in `dir` whose names start with `prefix` (all with ''). */
 export function bytesIn(dir: string, prefix = ''): number {

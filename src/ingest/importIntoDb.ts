@@ -6,7 +6,8 @@
  *   - check:            steps 1-3 only, with the SSTs in a temp directory outside DIR (or the
  *                       caller's outputDir, kept); never creates or changes the database.
  * Every mode writes row-origins side files, so each reported conflict names its CSV file and line,
- * and `conflictFailure` gives the error a finished run ends with (the CLI's exit code 3).
+ * and `conflictFailure` gives the error a finished run ends with (the CLI's exit code 3); the
+ * convenience importIntoDb rejects with it (ImportConflictError, carrying the result).
  *
  *   1. import   CSV → sorted, non-overlapping external SSTs (ingest/importer.ts), written to a
  *               private directory DIR/.import-tmp-<pid>-<start>-XXXXXX, an engine scratch
@@ -65,10 +66,12 @@ import { IngestOptions, IngestionPlan, PlannedFile } from '../engine/ingest/inge
 import { ReplaceRange } from '../engine/ingest/replaceRange';
 import { compareUserKeys } from '../base/keyCompare';
 import { CsvImport, ImportOptions, ImportSummary } from './importer';
+import type { DistributedPhases } from './importTypes';
 import { outputOptionsFingerprint } from './resume/importJournal';
 import { ImportJob, jobIdOf } from './resume/importJob';
 import { fingerprintInput } from './resume/fingerprint';
 import { checkInputs } from './csv/inputSource';
+import { normalizeDialect } from './csv/csvDialect';
 import { DEFAULT_PENDING_MAX_AGE_MS, PendingJobsReport, expirePendingJobs } from './resume/pendingExpiry';
 import { checkDatabaseDir } from '../engine/open';
 import { isDefinitiveFailure } from './resume/failures';
@@ -77,10 +80,14 @@ import { checkScratchSpace, estimableInputs, existingAncestor, noSpaceErrorOf } 
 import { KeySpec } from './rows/keySpec';
 import { CheckSstConflictsOptions, checkSstConflictsSliced } from '../conflict/checkSstConflicts';
 import { ingestWithConflictCheck } from '../conflict/ingestWithConflictCheck';
+import { defaultSkipPath } from '../conflict/rewrite';
+import { SpacePolicyOptions, SpaceSettleResult, settleSpace, spaceSettleFailure } from './spacePolicy';
 import { IngestPlan, OnConflict, applyConflictPolicySliced } from '../conflict/policy';
-import { ConflictReport, ConflictStrategy, writeConflictReport } from '../conflict/report';
+import { ConflictReport, ConflictStrategy } from '../conflict/report';
+import { ConflictReportFile, ReportFormat } from '../conflict/reportStream';
 import { RowOriginIndex } from '../conflict/rowOrigins';
 import { IngestError } from '../util/errors';
+import { SettledValueEncoding, recordValueEncodingBeforeIngest, settleValueEncoding } from './valueEncodingFile';
 
 /** How far a run goes: the check alone, up to a plan of the ingestion, or the ingestion. */
 export type DbImportMode = 'check' | 'plan' | 'import';
@@ -110,6 +117,8 @@ export interface DbImportOptions {
   maxReported?: number;
   /** Write the conflict report here (also under abort, before failing). */
   reportPath?: string;
+  /** json (default: one document, written after the check) or ndjson (streamed as the check finds conflicts). */
+  reportFormat?: ReportFormat;
   /** Plan and import modes. */
   replaceRange?: ReplaceRangeRequest;
   /** The same as mode 'plan' (run import, check and policy, then plan the ingestion instead of doing it). */
@@ -152,6 +161,12 @@ export interface DbImportOptions {
    * in the result either way (resume/pendingExpiry.ts).
    */
   pendingMaxAgeMs?: number | null;
+  /**
+   * Import mode, with no `engine` given (nothing keeps compacting once this run closes the
+   * database): the space policy run after the import (spacePolicy.ts). Default: off, for a
+   * library caller; the CLI passes its --max-space-amp and --compact-budget (default 1.3, 10m).
+   */
+  space?: SpacePolicyOptions;
 }
 
 /** One file of the ingestion (done or planned), as the JSON summary shows it. */
@@ -194,6 +209,10 @@ export interface DbImportResult extends DbCheckedImport {
     rowsHeldBack: number;
     rewrittenFiles: number;
     emptiedFiles: number;
+    /** Rows left out because they hold the live value already (none with a replace range). */
+    rowsUnchangedLeftOut: number;
+    /** Files left out whole because every row in them was unchanged. */
+    unchangedFilesLeftOut: number;
   };
   replaceRange: { startHex: string; endHex: string } | null;
   /** The ingestion done; null in a dry run, when aborted, or when there was nothing to ingest. */
@@ -211,6 +230,13 @@ export interface DbImportResult extends DbCheckedImport {
   plan: { files: DbImportFile[]; memtableFlushNeeded: boolean; lastSequence: number } | null;
   /** Import mode: the database's other pending jobs, those discarded as too old and those left. */
   pendingJobs?: PendingJobsReport;
+  /**
+   * Import mode with a space policy: what it did after the import (null when it did not run:
+   * no policy, a caller's engine, or nothing ingested and nothing due).
+   */
+  space?: SpaceSettleResult | null;
+  /** A distributed import (`--cluster`): its id, phase seconds and task counts; absent otherwise. */
+  distributed?: ({ importId: string } & DistributedPhases) | null;
 }
 
 /** The result of a run in mode M (a mode known only at run time gives the union, told apart by `mode`). */
@@ -232,6 +258,12 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   private pendingJobs: PendingJobsReport | null = null;
   /** The run failed in a way a resume cannot mend: the job goes. */
   private definitiveFailure = false;
+  /** The import is committed and its job gone; the space policy runs (an interrupt abandons only that). */
+  settlingSpace = false;
+  /** The value encoding settled against the database's record (valueEncodingFile.ts); null for prebuilt SSTs. */
+  private valueEncoding: SettledValueEncoding | null = null;
+  /** The report file of the run's check (reportPath): an unfinished NDJSON one is removed by cleanupSync. */
+  private reportFile: ConflictReportFile | null = null;
 
   constructor(private readonly opts: DbImportOptions & { mode?: M }) {
     if (opts.dryRun === true && opts.mode !== undefined && opts.mode !== 'plan') {
@@ -248,6 +280,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
 
   /** Removes the private directory (and DIR when this run made it and failed); synchronous, for signal handlers. */
   cleanupSync(): void {
+    this.reportFile?.abandon();
     this.csvJob?.cleanupSync();
     if (this.job !== null) {
       if (this.succeeded || this.definitiveFailure) this.job.finish();
@@ -268,6 +301,9 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const creating = this.checkPreconditions();
     this.createsDb = creating && this.opts.engine === undefined;
     const prebuilt = this.opts.prebuilt;
+    // Refused (a --value-format the database does not record) before anything changes; and
+    // before the job is opened, since its fingerprint holds the encoding settled on.
+    if (prebuilt === undefined) this.valueEncoding = this.settleValueEncoding();
     // The directory may hold jobs before it holds a database: a first night killed before its ingestion.
     if (this.mode === 'import' && fs.existsSync(this.opts.dbDir)) this.pendingJobs = this.expirePendingJobs();
     const outputDir = prebuilt === undefined ? this.prepareOutputDir() : null;
@@ -279,6 +315,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       );
       if (result.mode === 'import' && this.pendingJobs !== null) result.pendingJobs = this.pendingJobs;
       this.succeeded = true;
+      if (result.mode === 'import') result.space = await this.settleSpace(result);
       // The mode was fixed by the options that fixed M, so the result is the one M names.
       return result as DbRunResult<M>;
     } catch (e) {
@@ -286,6 +323,34 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       throw noSpaceErrorOf(e, this.opts.dbDir, 'ingesting', null, this.job !== null, 'the database is unchanged');
     } finally {
       this.cleanupSync();
+    }
+  }
+
+  /**
+   * The space policy, after the import committed: the job's scratch files go first (they are
+   * hard links to the ingested tables, and would keep a compaction's inputs on disk). A failure
+   * here leaves the committed import as it is: it is reported, not thrown.
+   */
+  private async settleSpace(result: DbImportResult): Promise<SpaceSettleResult | null> {
+    const o = this.opts;
+    if (o.space === undefined || o.space.maxSpaceAmplification === null || o.engine !== undefined || result.dryRun) return null;
+    // Nothing went in (abort, an unchanged night): nothing was made due.
+    if (result.ingest === null && result.replaceRange === null) return null;
+    this.cleanupSync();
+    this.settlingSpace = true;
+    const replaced =
+      result.replaceRange === null
+        ? null
+        : { start: Buffer.from(result.replaceRange.startHex, 'hex'), end: Buffer.from(result.replaceRange.endHex, 'hex') };
+    try {
+      const engine = await Engine.open(o.dbDir, { createIfMissing: false });
+      try {
+        return await settleSpace(engine, { ...o.space, replaced });
+      } finally {
+        await engine.close();
+      }
+    } catch (e) {
+      return spaceSettleFailure(e);
     }
   }
 
@@ -384,11 +449,24 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     const o = this.opts;
     const names = o.import.inputNames;
     const inputs = o.import.inputs.map((p, i) => fingerprintInput(p, names?.[i] ?? p));
-    const options = outputOptionsFingerprint({ ...o.import, outputDir: '', writeRowOrigins: true });
+    const options = outputOptionsFingerprint({ ...this.settledImport(), outputDir: '', writeRowOrigins: true });
     const job = ImportJob.open({ kind: 'db', targetDir: o.dbDir, inputs, options, tmpDir: o.import.tmpDir, fresh: o.restart });
     // A job found with no database beside it was started by a run that was creating it.
     if (job.resumed && !fs.existsSync(currentFileName(o.dbDir))) this.createdDir = true;
     return job;
+  }
+
+  /** The value encoding the database's record (or its lack of one) settles for this import. */
+  private settleValueEncoding(): SettledValueEncoding {
+    const o = this.opts;
+    return settleValueEncoding(o.dbDir, o.import.valueFormat, normalizeDialect(o.import.dialect ?? {}), o.engine);
+  }
+
+  /** The import's options with the settled value format and csv syntax. */
+  private settledImport(): DbImportOptions['import'] {
+    const settled = this.valueEncoding;
+    if (settled === null) return this.opts.import;
+    return { ...this.opts.import, valueFormat: settled.format, valueSyntax: settled.syntax };
   }
 
   /**
@@ -400,7 +478,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
    */
   private importOptions(keySpec: KeySpec, outputDir: string): ImportOptions {
     const live = this.opts.engine !== undefined ? liveEngineImportOptions(this.opts) : {};
-    const base = { ...this.opts.import, ...live, key: keySpec, outputDir, writeRowOrigins: !this.createsDb };
+    const base = { ...this.settledImport(), ...live, key: keySpec, outputDir, writeRowOrigins: !this.createsDb };
     if (this.mode === 'check') return base;
     // A job keeps its runs itself (inside its directory, or under --tmp-dir).
     if (this.job !== null) return { ...base, job: this.job, writeSummaryFile: false };
@@ -448,7 +526,11 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     };
     if (this.mode === 'plan') {
       const report = await this.withCheckOptions(summary, keySpec, (check) =>
-        checkSstConflictsSliced(engine, paths, { ...check, collectConflictingKeys: onConflict === 'skip' }),
+        checkSstConflictsSliced(engine, paths, {
+          ...check,
+          collectConflictingKeys: onConflict === 'skip',
+          collectUnchangedRuns: replaceRange === undefined,
+        }),
       );
       this.writeReport(report);
       const decision = await applyConflictPolicySliced(onConflict, report, paths);
@@ -474,8 +556,20 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
         return this.committedEarlier(engine, summary, keySpec, creating);
       job.checkpoint((st) => void (st.phase = 'ingesting'));
     }
+    // Recorded before any data goes in: a database never holds values without their encoding's record.
+    // Prebuilt SSTs (a client's upload) carry the encoding their client settled, checked against the record here.
+    if ((this.valueEncoding === null || this.valueEncoding.recorded === null) && summary.valueEncoding !== undefined) {
+      recordValueEncodingBeforeIngest(o.dbDir, summary.valueEncoding);
+      crashPoint('import.valueEncodingRecorded');
+    }
     const checked = await this.withCheckOptions(summary, keySpec, (check) =>
-      ingestWithConflictCheck(engine, paths, { onConflict, check, ingest: ingestOptions, onReport: (r) => this.writeReport(r) }),
+      ingestWithConflictCheck(engine, paths, {
+        onConflict,
+        check,
+        ingest: ingestOptions,
+        onReport: (r) => this.writeReport(r),
+        rewrite: { outputPathFor: rewritePathFor },
+      }),
     );
     crashPoint('import.afterIngest');
     const result = this.resultOf(creating, summary, checked.report, checked.plan, replaceRange);
@@ -510,6 +604,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
       rewritten: [],
       emptied: [],
       rowsHeldBack: 0,
+      unchangedLeftOut: [],
+      rowsUnchangedDropped: 0,
     };
     return this.resultOf(creating, summary, report, decision, resolveReplaceRange(this.opts.replaceRange, summary));
   }
@@ -536,6 +632,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
         rowsHeldBack: decision.rowsHeldBack,
         rewrittenFiles: decision.rewritten.length,
         emptiedFiles: decision.emptied.length,
+        rowsUnchangedLeftOut: decision.rowsUnchangedDropped,
+        unchangedFilesLeftOut: decision.unchangedLeftOut.length,
       },
       replaceRange:
         replaceRange === undefined ? null : { startHex: replaceRange.start.toString('hex'), endHex: replaceRange.end.toString('hex') },
@@ -555,10 +653,13 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
   ): Promise<T> {
     const o = this.opts;
     const origins = RowOriginIndex.openIfPresent(summary.outputFiles.map((f) => f.path));
+    this.reportFile?.abandon();
+    this.reportFile = o.reportPath === undefined ? null : new ConflictReportFile(o.reportPath, o.reportFormat);
     try {
       return await body({
         strategy: o.conflictStrategy,
         maxReported: o.maxReported,
+        reportSink: this.reportFile?.sink(),
         formatKey: (k) => keySpec.format(k),
         sourceOf: origins === null ? undefined : (k) => origins.sourceOf(k),
       });
@@ -567,9 +668,9 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     }
   }
 
-  /** Writes the report when asked (under abort too, before the run fails). */
+  /** Writes (NDJSON: completes) the report when asked (under abort too, before the run fails). */
   private writeReport(report: ConflictReport): void {
-    if (this.opts.reportPath !== undefined) writeConflictReport(this.opts.reportPath, report);
+    this.reportFile?.complete(report);
   }
 }
 
@@ -657,9 +758,25 @@ function planOf(plan: IngestionPlan): NonNullable<DbImportResult['plan']> {
  * a file in the job directory. (A copy instead of a link, across file systems, cannot happen
  * here: the job directory is inside the database directory.)
  */
+/**
+ * Where the policies' rewrites of the import's SST `p` go: a `rewrites` directory beside it, so a
+ * resumed job's SST directory holds only the import's own files (a kill between a rewrite and the
+ * ingestion leaves one behind; the next rewrite of the same file renames over it).
+ */
+function rewritePathFor(p: string): string {
+  const dir = path.join(path.dirname(p), REWRITES_DIR);
+  fs.mkdirSync(dir, { recursive: true });
+  return defaultSkipPath(path.join(dir, path.basename(p)));
+}
+
+const REWRITES_DIR = 'rewrites';
+
 function ingestionCommitted(engine: Engine, jobDir: string): boolean {
   const inodes = new Set<number>();
-  for (const name of fs.readdirSync(jobDir)) if (name.endsWith('.sst')) inodes.add(fs.statSync(path.join(jobDir, name)).ino);
+  for (const dir of [jobDir, path.join(jobDir, REWRITES_DIR)]) {
+    if (!fs.existsSync(dir)) continue;
+    for (const name of fs.readdirSync(dir)) if (name.endsWith('.sst')) inodes.add(fs.statSync(path.join(dir, name)).ino);
+  }
   for (const level of engine.levelFiles()) {
     for (const f of level) {
       try {
@@ -672,10 +789,41 @@ function ingestionCommitted(engine: Engine, jobDir: string): boolean {
   return false;
 }
 
-/** Convenience: run one import (or, with dryRun or mode 'plan', one plan) into a database. */
-export async function importIntoDb(opts: DbImportOptions): Promise<DbImportResult> {
-  const { mode } = opts;
+/**
+ * An import the abort policy stopped (code CONFLICT, the CLI's exit code 3): nothing was
+ * ingested. `result` is the run's result as DbImport.run() returns it (the report, the policy
+ * with ingest false, `ingest` null), so a caller can show the conflicts without a second run.
+ */
+export class ImportConflictError extends IngestError {
+  readonly result: DbImportResult;
+  constructor(message: string, result: DbImportResult) {
+    super('CONFLICT', message);
+    this.name = 'ImportConflictError';
+    this.result = result;
+  }
+}
+
+/** importIntoDb's options: DbImport's, and what to do when the abort policy stops the import. */
+export interface ImportIntoDbOptions extends DbImportOptions {
+  /**
+   * Reject with an ImportConflictError when conflicts under `onConflict: 'abort'` stop the import
+   * (default true). False: resolve with the result (`policy.ingest` false, `ingest` null), as
+   * DbImport.run() does.
+   */
+  throwOnConflicts?: boolean;
+}
+
+/**
+ * Convenience: run one import (or, with dryRun or mode 'plan', one plan) into a database. An
+ * import the abort policy stopped rejects with ImportConflictError (unless throwOnConflicts is
+ * false); a plan resolves whatever it finds.
+ */
+export async function importIntoDb(opts: ImportIntoDbOptions): Promise<DbImportResult> {
+  const { mode, throwOnConflicts, ...dbImportOptions } = opts;
   if (mode === 'check')
     throw new IngestError('INVALID_ARGUMENT', "importIntoDb imports or plans; a check is new DbImport({ mode: 'check', ... }).run()");
-  return new DbImport({ ...opts, mode }).run();
+  const result = await new DbImport({ ...dbImportOptions, mode }).run();
+  const failure = throwOnConflicts === false ? null : conflictFailure(result);
+  if (failure !== null) throw new ImportConflictError(failure.message, result);
+  return result;
 }

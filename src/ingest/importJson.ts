@@ -3,14 +3,32 @@
  * `ingest import|plan --db --json`, `ingest check --json` and the server's POST /v1/imports all
  * print (docs/import.md and docs/conflicts.md list them; they are stable).
  *
- *   import, plan: {db, createdDb, dryRun, import, check, report, policy, replaceRange, ingest, plan, pendingJobs}
+ *   import, plan: {db, createdDb, dryRun, import, check, report, policy, replaceRange, ingest, plan, pendingJobs, space, distributed}
  *   check:        {import, check, report}
  * `import` is the import summary, `check` the conflict summary, `report` the report file's path
  * (or null). The server adds `conflictReport`, the report itself, beside these.
  */
 import { DbCheckResult, DbImportResult } from './importIntoDb';
+import type { ConflictSummary } from '../conflict/report';
 
-export function dbImportJson(r: DbImportResult): Record<string, unknown> {
+/** The import and plan document, field by field (what scripts and tests parse). */
+export interface DbImportJson {
+  db: string;
+  createdDb: boolean;
+  dryRun: boolean;
+  import: DbImportResult['import'];
+  check: ConflictSummary;
+  report: string | null;
+  policy: DbImportResult['policy'];
+  replaceRange: DbImportResult['replaceRange'];
+  ingest: DbImportResult['ingest'];
+  plan: DbImportResult['plan'];
+  pendingJobs: NonNullable<DbImportResult['pendingJobs']> | null;
+  space: NonNullable<DbImportResult['space']> | null;
+  distributed: NonNullable<DbImportResult['distributed']> | null;
+}
+
+export function dbImportJson(r: DbImportResult): DbImportJson {
   return {
     db: r.db,
     createdDb: r.createdDb,
@@ -24,6 +42,10 @@ export function dbImportJson(r: DbImportResult): Record<string, unknown> {
     plan: r.plan,
     // Import mode into an existing database: {discarded, pending, maxAgeSeconds}; else null.
     pendingJobs: r.pendingJobs ?? null,
+    // The space policy after an import (spacePolicy.ts); null when it did not run.
+    space: r.space ?? null,
+    // `--cluster`: {importId, mapSeconds, reduceSeconds, publishSeconds, mapTasks, reduceTasks}; else null.
+    distributed: r.distributed ?? null,
   };
 }
 
@@ -32,6 +54,6 @@ export function dbCheckJson(r: DbCheckResult): Record<string, unknown> {
 }
 
 /** The document of either mode. */
-export function dbRunJson(r: DbImportResult | DbCheckResult): Record<string, unknown> {
+export function dbRunJson(r: DbImportResult | DbCheckResult): DbImportJson | ReturnType<typeof dbCheckJson> {
   return r.mode === 'check' ? dbCheckJson(r) : dbImportJson(r);
 }

@@ -8,7 +8,8 @@ import { IngestError } from '../util/errors';
 import { displayName } from './csv/inputSource';
 import { ImportOptions, ImportSummary, RowLocation } from './importTypes';
 import { InputNamer, ParseOutcome, SourceInfo } from './parse/parseTypes';
-import { BadRow } from './parse/rowSink';
+import { BadRow, LayoutPlan } from './parse/rowSink';
+import { valueEncodingOf } from './rows/valueEncoding';
 import { KeySpec } from './rows/keySpec';
 import { DuplicatePolicy, MergeResult } from './sort/mergeToSsts';
 import { RunInfo } from './sort/runFile';
@@ -37,6 +38,7 @@ export function importSummaryOf(a: {
   runs: RunInfo[];
   seconds: { parse: number; merge: number; publish: number };
   resume: ImportResumeSummary | null;
+  layout: LayoutPlan;
 }): ImportSummary {
   const fmt = (k: Buffer): string => a.keySpec.format(k);
   const total = a.seconds.parse + a.seconds.merge + a.seconds.publish;
@@ -78,6 +80,7 @@ export function importSummaryOf(a: {
     inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
     memoryLimitBytes: a.memoryLimitBytes,
     peakRssBytes: process.resourceUsage().maxRSS * 1024,
+    valueEncoding: valueEncodingOf(a.layout.valueFormat, a.layout.valueSyntax, a.layout.delimiter, a.outcome.bound),
   };
 }
 

@@ -9,8 +9,8 @@ import { SstFileWriterOptions } from '../sstwriter/sstFileWriter';
 import { CsvDialect } from './csv/csvDialect';
 import { KeySpec } from './rows/keySpec';
 import { DuplicatePolicy } from './sort/mergeToSsts';
-import { Progress } from './progress';
-import { ValueFormat } from './rows/rowEncoder';
+import { Progress, ProgressCallback } from './progress';
+import { ValueEncoding, ValueFormat, ValueSyntax } from './rows/valueEncoding';
 import type { ImportJob } from './resume/importJob';
 import type { ImportResumeSummary } from './resume/jobSteps';
 
@@ -33,7 +33,10 @@ export interface ImportOptions {
   /** The key spec, parsed (KeySpec.parse), or its --key text, parsed once when the run starts; default "1". */
   key?: KeySpec | string;
   value?: string;
+  /** Default DEFAULT_VALUE_FORMAT (csv); into a database, DbImport passes the one it settled on. */
   valueFormat?: ValueFormat;
+  /** csv: the delimiter and quote values are written with (default: defaultValueSyntax of the dialect). */
+  valueSyntax?: ValueSyntax;
   memoryLimitBytes?: number;
   targetFileSizeBytes?: number;
   onDuplicate?: DuplicatePolicy;
@@ -74,7 +77,14 @@ export interface ImportOptions {
   writeRowOrigins?: boolean;
   /** Write the summary file (import-summary.json) next to the SSTs; default true. */
   writeSummaryFile?: boolean;
+  /** Progress on stderr, a bar or NDJSON (the CLI's --progress); not with onProgress. */
   progress?: Progress;
+  /**
+   * Progress events for a library caller, typed, written nowhere: the same "progress" events as
+   * --progress json (at most one a second), plus each phase's last sample as it ends
+   * (src/ingest/progress.ts). Not with `progress`.
+   */
+  onProgress?: ProgressCallback;
   /**
    * Make the import resumable (default false here; the CLI's default is true): checkpoints in a
    * job directory inside outputDir, so that the same import run again after a crash goes on
@@ -142,4 +152,23 @@ export interface ImportSummary {
   inputMiBPerSecond: number;
   memoryLimitBytes: number;
   peakRssBytes: number;
+  /**
+   * How the values are encoded: format, delimiter and quote (csv's; raw joins by the delimiter),
+   * and the value columns' names or positions (valueEncoding.ts). Absent for prebuilt SSTs.
+   */
+  valueEncoding?: ValueEncoding;
+}
+
+/**
+ * A distributed import's phases (src/ingest/distributed/coordinator.ts): seconds in each as the
+ * coordinator saw them, the tasks run, and the seconds they ran summed over tasks.
+ */
+export interface DistributedPhases {
+  mapSeconds: number;
+  reduceSeconds: number;
+  publishSeconds: number;
+  mapTasks: number;
+  reduceTasks: number;
+  mapTaskSeconds: number;
+  reduceTaskSeconds: number;
 }

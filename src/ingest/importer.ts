@@ -201,6 +201,7 @@ export class CsvImport {
       runs: parsed.outcome.runs,
       seconds,
       resume: this.journal.summary,
+      layout: s.plan.layout,
     });
   }
 
@@ -254,7 +255,7 @@ export class CsvImport {
       nameOf: inputNamer(plan),
       budget: new MemoryBudget(plan.memoryLimitBytes),
       keySpec: KeySpec.of(this.opts.key ?? '1'),
-      progress: this.opts.progress ?? new Progress(false),
+      progress: progressOf(this.opts),
     };
   }
 
@@ -475,6 +476,15 @@ export class CsvImport {
   private nextRunPath(): string {
     return path.join(this.workDir as string, `${this.journal.runPrefix}${String(++this.runCounter).padStart(6, '0')}.run`);
   }
+}
+
+/** The run's progress: the caller's Progress, its onProgress callback, or none. */
+function progressOf(o: ImportOptions): Progress {
+  if (o.progress !== undefined && o.onProgress !== undefined) {
+    throw new IngestError('INVALID_ARGUMENT', 'give progress (a stderr display) or onProgress (a callback), not both');
+  }
+  if (o.onProgress !== undefined) return Progress.toCallback(o.onProgress);
+  return o.progress ?? new Progress(false);
 }
 
 function writeFileAtomic(file: string, text: string): void {

@@ -56,13 +56,14 @@ export interface NativeImport {
     state: Uint32Array,
   ): void;
   /**
-   * The CSV fast path for a one-column key and raw values (native/rowParse.c): from state[0] (the
-   * input position; state[1] its line), takes every record of src[.., end) that starts before
-   * stopAt, is simple (no quote, not empty, not a comment, fieldCount fields, a key that parses)
-   * and fits the sort buffer, encoding each at arena[state[3]..] as entry state[2]; leaves the
-   * four where it stopped and returns the records taken. layout: [delimiter, quote, comment,
-   * fieldCount, keyField, keyType (0 bytes, 1 int64, 2 uint64), valueDelimiter, fixedBytes,
-   * source]; limits: [arenaStart, memoryLimitBytes, bytesPerEntry].
+   * The CSV fast path for a one-column key and raw or csv values (native/rowParse.c): from
+   * state[0] (the input position; state[1] its line), takes every record of src[.., end) that
+   * starts before stopAt, is simple (no quote, not empty, not a comment, fieldCount fields, a key
+   * that parses; csv: no CR inside) and fits the sort buffer, encoding each at arena[state[3]..]
+   * as entry state[2]; leaves the four where it stopped and returns the records taken. layout:
+   * [delimiter, quote, comment, fieldCount, keyField, keyType (0 bytes, 1 int64, 2 uint64),
+   * valueDelimiter, fixedBytes, source, valueFormat (0 raw, 1 csv)]; limits: [arenaStart,
+   * memoryLimitBytes, bytesPerEntry].
    */
   parseRows(
     src: Uint8Array,

@@ -38,6 +38,7 @@ import { RangePlan, RangeSizing, planParseRanges } from './parse/rangePlan';
 import { RangeRunner, chainRangeResults } from './parse/rangeChain';
 import { BoundLayout, LayoutPlan } from './parse/rowSink';
 import { KeySpec } from './rows/keySpec';
+import { DEFAULT_VALUE_FORMAT, ValueSyntax, defaultValueSyntax, valueSyntaxProblem } from './rows/valueEncoding';
 import { DuplicatePolicy } from './sort/mergeToSsts';
 import { MergeRangeTask, MergedRange, combineMergeRanges } from './sort/mergeRange';
 import { MergeTaskBase, mergeRangeTasks, planKeyRanges } from './sort/parallelMerge';
@@ -85,6 +86,7 @@ export function planImport(o: ImportOptions): ImportPlan {
   const memoryLimitBytes = o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES;
   // Refuses a limit below the minimum now, before anything is read.
   new MemoryBudget(memoryLimitBytes);
+  const valueFormat = o.valueFormat ?? DEFAULT_VALUE_FORMAT;
   return {
     inputs: [...o.inputs],
     inputNames: o.inputs.map((p, i) => o.inputNames?.[i] ?? displayName(p)),
@@ -94,7 +96,8 @@ export function planImport(o: ImportOptions): ImportPlan {
     layout: {
       keyRefs: [...keySpec.refs],
       valueSpec: o.value,
-      valueFormat: o.valueFormat ?? 'raw',
+      valueFormat,
+      valueSyntax: valueFormat === 'csv' ? csvSyntaxOf(o.valueSyntax, dialect) : undefined,
       columns: o.columns ?? null,
       header: o.header ?? false,
       delimiter: dialect.delimiter,
@@ -113,6 +116,14 @@ export function planImport(o: ImportOptions): ImportPlan {
     workerNiceness: o.workerNiceness ?? 0,
     writeRowOrigins: o.writeRowOrigins === true,
   };
+}
+
+/** csv's delimiter and quote: the caller's (checked), else the dialect's (valueEncoding.ts). */
+function csvSyntaxOf(given: ValueSyntax | undefined, dialect: CsvDialect): ValueSyntax {
+  if (given === undefined) return defaultValueSyntax(dialect);
+  const problem = valueSyntaxProblem(given);
+  if (problem !== null) throw new IngestError('INVALID_ARGUMENT', `valueSyntax ${JSON.stringify(given)}: ${problem}`);
+  return { delimiter: given.delimiter, quote: given.quote };
 }
 
 /** The name an input path goes by (ImportPlan.inputNames). */

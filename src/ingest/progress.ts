@@ -1,5 +1,6 @@
 /**
- * Progress for `ingest import`, `check` and `plan` on stderr, in one of two forms:
+ * Progress for `ingest import`, `check` and `plan` on stderr, in one of two forms, or to a
+ * library caller's callback:
  * - bar (a TTY, not --quiet): one line, redrawn in place at most every REDRAW_INTERVAL_MS,
  *   showing the phase, bytes read of total, rows/s and an ETA; `done` clears the line.
  * - json (--progress json): NDJSON events for scripts, one object per line, at most one
@@ -11,9 +12,15 @@
  *   rowsTotal, bytesTotal and etaSeconds are null when unknown (stdin; a phase without a total);
  *   the rates are over the last second or more (progressMeter.ts), null in a phase's first
  *   second. docs/import.md documents each field; the names are stable.
+ * - a callback (ImportOptions.onProgress, for library callers; Progress.toCallback): the same
+ *   "progress" event objects as json, at the same rate, handed to a function instead of written
+ *   anywhere, plus the last sample of each phase when it ends (so a phase shorter than a second
+ *   is seen too, and the counts a phase ends with). No "done"/"error" event: the import's
+ *   promise settles instead.
  *
  * Contract: `update` is cheap enough to call from hot loops (it checks the clock and returns);
- * nothing is written when disabled; the final event is written once, by the command.
+ * nothing is written when disabled; the final event is written once, by the command. A callback
+ * that throws does not stop the import: its error is dropped (the import owns the call site).
  */
 
 import { ProgressMeter } from './progressMeter';
@@ -33,7 +40,7 @@ export interface ProgressState {
 
 export type ProgressMode = 'bar' | 'json' | 'none';
 
-/** The "progress" event of --progress json. */
+/** The "progress" event of --progress json, and what ImportOptions.onProgress receives. */
 export interface ProgressEvent {
   event: 'progress';
   phase: string;
@@ -48,8 +55,14 @@ export interface ProgressEvent {
   etaSeconds: number | null;
 }
 
+/** A library caller's progress callback (ImportOptions.onProgress). */
+export type ProgressCallback = (event: ProgressEvent) => void;
+
 export class Progress {
   private last = 0;
+  /** Callback mode: the receiver of events, and the phase of the last update not yet handed to it. */
+  private callback: ProgressCallback | null = null;
+  private unsentPhase: string | null = null;
   private readonly start: number;
   private readonly meter = new ProgressMeter();
   private drawn = false;
@@ -64,6 +77,13 @@ export class Progress {
   ) {
     this.mode = typeof enabledOrMode === 'boolean' ? (enabledOrMode ? 'bar' : 'none') : enabledOrMode;
     this.start = now();
+  }
+
+  /** Progress events to `callback` (see the module comment); nothing is written to any stream. */
+  static toCallback(callback: ProgressCallback, now: () => number = Date.now): Progress {
+    const p = new Progress('json', process.stderr, now);
+    p.callback = callback;
+    return p;
   }
 
   static forStderr(quiet: boolean): Progress {
@@ -85,9 +105,13 @@ export class Progress {
     const interval = this.mode === 'json' ? JSON_INTERVAL_MS : REDRAW_INTERVAL_MS;
     // JSON events keep their one-a-second bound even across phase changes.
     const due = this.mode === 'json' ? now - this.last >= interval : newPhase || force || now - this.last >= interval;
-    if (!due) return;
+    if (!due) {
+      this.unsentPhase = s.phase;
+      return;
+    }
+    this.unsentPhase = null;
     this.last = now;
-    if (this.mode === 'json') this.writeEvent(this.eventOf(s.phase, now));
+    if (this.mode === 'json') this.emit(this.eventOf(s.phase, now));
     else this.draw(s.phase, now);
   }
 
@@ -121,10 +145,12 @@ export class Progress {
     this.drawn = true;
   }
 
-  /** Clears the bar (a phase is over); JSON events need no clearing. */
+  /** A phase is over: clears the bar; a callback gets the phase's last sample if it has not yet. */
   done(): void {
     if (this.mode === 'bar' && this.drawn) this.out.write('\r\x1b[K');
     this.drawn = false;
+    if (this.callback !== null && this.unsentPhase !== null) this.emit(this.eventOf(this.unsentPhase, this.now()));
+    this.unsentPhase = null;
   }
 
   /** The final JSON event of a run that finished (exit code 0, or 3 for conflicts) with this summary. */
@@ -138,10 +164,23 @@ export class Progress {
   }
 
   private finish(fields: Record<string, unknown>): void {
-    if (this.mode !== 'json' || this.finished) return;
+    if (this.mode !== 'json' || this.callback !== null || this.finished) return;
     this.finished = true;
     const { event, ...rest } = fields;
     this.writeEvent({ event, elapsedSeconds: round3((this.now() - this.start) / 1000), ...rest });
+  }
+
+  /** A "progress" event: to the callback, else as a JSON line. */
+  private emit(event: ProgressEvent): void {
+    if (this.callback === null) {
+      this.writeEvent(event);
+      return;
+    }
+    try {
+      this.callback(event);
+    } catch {
+      // The caller's bug; the import goes on (module comment).
+    }
   }
 
   private writeEvent(event: object): void {

@@ -9,7 +9,8 @@
  * kept rows; a request past one is 400 naming the option and the limit.
  *
  * Refused, because they name paths on the server (a client must not make the server read or
- * write its files): tmp-dir, rejects, report, output-dir, db. The server's own parameters, not
+ * write its files): tmp-dir, rejects, report, output-dir, db. Not taken either: report-format,
+ * which goes with report (the answer holds the report as JSON; the CLI writes it as asked). The server's own parameters, not
  * import options: mode (import | plan | check; default import), name (what the body is called in
  * messages and row sources; default "request body"), hex.
  */
@@ -32,8 +33,11 @@ export interface ImportRequest {
   options: Omit<PipelineOptionValues, 'db'>;
 }
 
+/** Options that only go with one the server refuses (an unknown option here). */
+const CLIENT_SIDE_ONLY = new Set(['report-format']);
+
 const ALLOWED_DEFS: readonly OptionDef[] = [...IMPORT_OPTIONS, ...CONFLICT_CHECK_OPTIONS, ...DB_POLICY_OPTIONS].filter(
-  (d) => !SERVER_SIDE_PATHS.has(longNameOf(d.flags).name),
+  (d) => !SERVER_SIDE_PATHS.has(longNameOf(d.flags).name) && !CLIENT_SIDE_ONLY.has(longNameOf(d.flags).name),
 );
 
 /** The settings the query stands for: a flag's 1/true/empty is set, 0/false its --no- form. */

@@ -7,6 +7,7 @@
  * a maximal key fits percent-encoded (3 characters a byte) with room for the rest of the request.
  */
 import * as os from 'os';
+import { DEFAULT_MEMORY_WAIT_MS, defaultMemoryBudgetBytes } from './memoryBudget';
 
 /** Where `ingest serve` listens unless told: loopback only (anything else needs a token). */
 export const DEFAULT_PORT = 7420;
@@ -61,6 +62,10 @@ export interface ServerLimits {
   drainTimeoutMs: number;
   /** Node's max header size: the request line and headers together. */
   maxHeaderBytes: number;
+  /** Bytes every request together may hold in memory (memoryBudget.ts); past it, 503 with Retry-After. */
+  memoryBudgetBytes: number;
+  /** How long a request waits for room in the memory budget before its 503. */
+  memoryWaitMs: number;
 }
 
 const KiB = 1024;
@@ -94,4 +99,6 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   drainTimeoutMs: 60_000,
   // 8 KiB of key as %XX is 24 KiB; the rest of the request line and headers get 8 KiB.
   maxHeaderBytes: 32 * KiB,
+  memoryBudgetBytes: defaultMemoryBudgetBytes(),
+  memoryWaitMs: DEFAULT_MEMORY_WAIT_MS,
 };

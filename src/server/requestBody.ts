@@ -18,6 +18,7 @@ import { Transform, TransformCallback } from 'stream';
 import { pipeline } from 'stream/promises';
 import { IngestError, isNoSpaceError } from '../util/errors';
 import { HttpError, tooLarge } from './httpErrors';
+import type { RequestMemory } from './memoryBudget';
 
 function declaredLength(req: IncomingMessage): number | null {
   const header = req.headers['content-length'];
@@ -31,12 +32,21 @@ function truncated(what: string, cause?: unknown): HttpError {
   return new HttpError(400, 'BAD_INPUT', `${what}: the body ended before it was complete${detail}`);
 }
 
-/** The whole body, at most `limitBytes`. */
-export function readBody(req: IncomingMessage, limitBytes: number, what: string): Promise<Buffer> {
+/**
+ * The whole body, at most `limitBytes`, charged to the request's memory: its Content-Length
+ * before a byte is read (waiting briefly for room, else 503), or a chunked body's chunks as they
+ * come (503 at the first that finds no room).
+ */
+export async function readBody(req: IncomingMessage, limitBytes: number, what: string, memory: RequestMemory): Promise<Buffer> {
   const declared = declaredLength(req);
   if (declared !== null && declared > limitBytes) {
-    return Promise.reject(tooLarge(`${what}: body of ${declared} bytes is over the limit of ${limitBytes}`));
+    throw tooLarge(`${what}: body of ${declared} bytes is over the limit of ${limitBytes}`);
   }
+  if (declared !== null) await memory.reserve(declared, what);
+  return readBodyCharged(req, limitBytes, what, declared === null ? memory : null);
+}
+
+function readBodyCharged(req: IncomingMessage, limitBytes: number, what: string, chunkCharge: RequestMemory | null): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -50,6 +60,7 @@ export function readBody(req: IncomingMessage, limitBytes: number, what: string)
     req.on('data', (chunk: Buffer) => {
       total += chunk.length;
       if (total > limitBytes) fail(tooLarge(`${what}: body is over the limit of ${limitBytes} bytes`));
+      else if (chunkCharge !== null && !settled && !chunkCharge.tryReserve(chunk.length)) fail(chunkCharge.refused(chunk.length, what));
       else if (!settled) chunks.push(chunk);
     });
     req.on('end', () => {

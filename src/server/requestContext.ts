@@ -8,6 +8,7 @@ import { Engine } from '../engine/engine';
 import { ServerLimits } from './limits';
 import { ImportQueue } from './importQueue';
 import { badRequest } from './httpErrors';
+import type { RequestMemory } from './memoryBudget';
 
 export interface RequestContext {
   req: IncomingMessage;
@@ -22,6 +23,8 @@ export interface RequestContext {
   imports: ImportQueue;
   /** fdatasync every write before acknowledging it (`ingest serve --sync`). */
   syncWrites: boolean;
+  /** This request's share of the server's memory budget, released when it is answered. */
+  memory: RequestMemory;
 }
 
 export type RouteHandler = (ctx: RequestContext) => Promise<void>;

@@ -10,18 +10,22 @@
  * (docs/serve.md) show no throughput to gain from switching.
  *
  * Lifecycle:
- *   start   open the engine (creating the database when missing), listen, write DIR/SERVER
- *           (serverRecord.ts), print nothing itself (the CLI prints the one JSON line);
+ *   start   open the engine (creating the database when missing), or take the caller's open
+ *           `engine`; listen, write DIR/SERVER (serverRecord.ts), print nothing itself (the CLI
+ *           prints the one JSON line);
  *   serve   each request: in-flight limit (429), draining (503), route (404/405), token (401),
  *           a time limit (408), the handler; a throw becomes the JSON error (httpErrors.ts);
  *   close   stop accepting, close idle keep-alive connections, let in-flight requests finish (at
- *           most drainTimeoutMs, then cut them off), close the engine (it syncs the WAL and
- *           releases the LOCK), remove DIR/SERVER.
+ *           most drainTimeoutMs, then cut them off), remove DIR/SERVER, close the engine (it
+ *           syncs the WAL and releases the LOCK) unless it is the caller's, which stays open.
  * A write is acknowledged only once it is in the WAL (fdatasynced with --sync), so SIGKILL loses
  * nothing acknowledged: recovery replays the WAL. An import lands in one manifest edit or not at
  * all; its scratch directory is removed by the next open after a kill.
  */
 import * as http from 'http';
+import { WriteRecovery } from './writeRecovery';
+import { RequestMemory, ServerMemoryBudget } from './memoryBudget';
+import * as path from 'path';
 import { AddressInfo, Socket } from 'net';
 import { Engine, EngineOptions } from '../engine/engine';
 import { IngestError } from '../util/errors';
@@ -31,29 +35,67 @@ import { ImportQueue } from './importQueue';
 import { HttpError, RETRY_AFTER_SECONDS, errorReplyOf } from './httpErrors';
 import { RequestContext, queryFlag } from './requestContext';
 import { Route, resolveRoute, routeTable } from './routes';
-import { statsRoute } from './routes/stats';
+import { ServerCounters, statsRoute } from './routes/stats';
 import { parseQuery } from './urlBytes';
 import { removeServerRecord, writeServerRecord } from './serverRecord';
 
 const MAX_QUERY_PARAMETERS = 64;
 
 export interface ServeOptions {
-  dbDir: string;
+  /** The database to open (created when missing); the server closes it when it stops. Not with `engine`. */
+  dbDir?: string;
+  /**
+   * An engine the caller already has open: served as it is (no second open, so no LOCK clash)
+   * and left open when the server stops; the caller closes it after close(). Not with `dbDir`
+   * (unless it names the same directory) nor `engineOptions`.
+   */
+  engine?: Engine;
   host?: string;
   /** 0: any free port (tests). */
   port?: number;
   /** Required unless the host is a loopback address. */
   token?: string;
-  /** fdatasync the WAL before acknowledging each write. */
+  /**
+   * fdatasync the WAL before acknowledging each write. Default false, or with `engine`, that
+   * engine's own default (EngineOptions.sync).
+   */
   sync?: boolean;
   limits?: Partial<ServerLimits>;
-  engine?: Omit<EngineOptions, 'sync'>;
+  /** Options for the engine the server opens at dbDir (`sync` is the option above). */
+  engineOptions?: Omit<EngineOptions, 'sync'>;
   /** One line per server-side failure (5xx) and per lifecycle step; default stderr. */
   log?: (line: string) => void;
+  /** How often a database stopped by a full disk is asked to resume (default RECOVERY_POLL_MS; tests go faster). */
+  recoveryPollMs?: number;
+}
+
+/** The directory to open: ServeOptions without an `engine` must name one. */
+function dbDirOf(opts: ServeOptions): string {
+  if (opts.dbDir === undefined)
+    throw new IngestError('INVALID_ARGUMENT', 'IngestServer.start needs dbDir (a database to open) or engine (an open one)');
+  return opts.dbDir;
+}
+
+/** A caller's engine goes with no engineOptions (it is open already) and no other dbDir. */
+function checkCallersEngine(opts: ServeOptions, engine: Engine): void {
+  if (opts.engineOptions !== undefined) {
+    throw new IngestError('INVALID_ARGUMENT', 'engineOptions are for an engine the server opens; the engine given is open already');
+  }
+  if (opts.dbDir !== undefined && path.resolve(opts.dbDir) !== path.resolve(engine.dir)) {
+    throw new IngestError('INVALID_ARGUMENT', `dbDir ${opts.dbDir} is not the directory of the engine given (${engine.dir})`);
+  }
 }
 
 export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * An asynchronous stderr (a pipe) reports a failed write as an 'error' event, which unhandled
+ * would end the process: a log line lost must never take the server down.
+ */
+function ignoreStderrErrors(): void {
+  if (process.stderr.listenerCount('error') === 0) process.stderr.on('error', () => undefined);
 }
 
 /** How long a refused request's socket stays after its error reply, for the reply to arrive (onClientError). */
@@ -72,14 +114,25 @@ export class IngestServer {
   private closePromise: Promise<void> | null = null;
   private requests = 0;
   private errors = 0;
+  /** What every request together holds in memory (memoryBudget.ts). */
+  readonly memory: ServerMemoryBudget;
+  /** Resumes the engine after a full disk (writeRecovery.ts). */
+  private readonly recovery: WriteRecovery;
   url = '';
+
+  /** Whether writes are fdatasynced before they are acknowledged (ServeOptions.sync). */
+  private readonly syncWrites: boolean;
 
   private constructor(
     readonly engine: Engine,
+    /** The server opened the engine and closes it; false for a caller's `engine`. */
+    private readonly ownsEngine: boolean,
     readonly limits: Readonly<ServerLimits>,
     private readonly opts: ServeOptions,
   ) {
+    this.syncWrites = opts.sync ?? (ownsEngine ? false : engine.syncsWritesByDefault);
     this.imports = new ImportQueue(limits.maxConcurrentImports, limits.maxQueuedImports);
+    this.memory = new ServerMemoryBudget(limits.memoryBudgetBytes, limits.memoryWaitMs);
     this.tokenCheck = opts.token === undefined ? null : new TokenCheck(opts.token);
     this.routes = routeTable(statsRoute(() => this.counters()));
     this.http = http.createServer(
@@ -100,9 +153,15 @@ export class IngestServer {
       socket.on('close', () => this.sockets.delete(socket));
     });
     this.http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
+    this.recovery = new WriteRecovery(engine, (line) => this.log(line), opts.recoveryPollMs);
+    this.recovery.start();
+    ignoreStderrErrors();
   }
 
-  /** Opens the engine and listens; fails (nothing left open) on bad options or a locked database. */
+  /**
+   * Opens the engine (or takes the caller's) and listens; fails, leaving nothing of its own open,
+   * on bad options, a locked database or a port in use.
+   */
   static async start(opts: ServeOptions): Promise<IngestServer> {
     const host = opts.host ?? DEFAULT_HOST;
     if (!isLoopbackHost(host) && opts.token === undefined) {
@@ -110,12 +169,15 @@ export class IngestServer {
     }
     if (opts.token !== undefined) checkTokenText(opts.token, 'the token');
     const limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    const engine = await Engine.open(opts.dbDir, { ...opts.engine, sync: opts.sync === true });
-    const server = new IngestServer(engine, limits, opts);
+    const ownsEngine = opts.engine === undefined;
+    const engine = opts.engine ?? (await Engine.open(dbDirOf(opts), { ...opts.engineOptions, sync: opts.sync === true }));
+    if (!ownsEngine) checkCallersEngine(opts, engine);
+    const server = new IngestServer(engine, ownsEngine, limits, opts);
     try {
       await server.listen(host, opts.port ?? DEFAULT_PORT);
     } catch (err) {
-      await engine.close();
+      await server.recovery.stop();
+      if (ownsEngine) await engine.close();
       const code = (err as NodeJS.ErrnoException).code;
       throw new IngestError('IO', `cannot listen on ${host}:${opts.port ?? DEFAULT_PORT}: ${code ?? (err as Error).message}`, {
         cause: err,
@@ -137,12 +199,24 @@ export class IngestServer {
     });
   }
 
+  /** A line on the log; a log that cannot be written (a full disk, a closed pipe) never stops the server. */
   private log(line: string): void {
-    (this.opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(line);
+    try {
+      (this.opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(line);
+    } catch {
+      // Dropped: serving matters more than the log line.
+    }
   }
 
-  private counters(): { connections: number; inFlightRequests: number; requests: number; errors: number } {
-    return { connections: this.sockets.size, inFlightRequests: this.inFlight.size, requests: this.requests, errors: this.errors };
+  private counters(): ServerCounters {
+    const m = this.memory;
+    return {
+      connections: this.sockets.size,
+      inFlightRequests: this.inFlight.size,
+      requests: this.requests,
+      errors: this.errors,
+      memory: { budgetBytes: m.limitBytes, heldBytes: m.heldBytes, peakHeldBytes: m.peakHeldBytes, refusals: m.refusals },
+    };
   }
 
   private track(p: Promise<void>): void {
@@ -196,6 +270,7 @@ export class IngestServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.requests++;
     let timer: NodeJS.Timeout | null = null;
+    let ctx: RequestContext | null = null;
     try {
       if (this.draining) throw new HttpError(503, 'UNAVAILABLE', 'the server is shutting down');
       if (this.inFlight.size > this.limits.maxInFlightRequests) {
@@ -207,13 +282,14 @@ export class IngestServer {
       const q = url.indexOf('?');
       const { route, param } = resolveRoute(this.routes, req.method ?? 'GET', q < 0 ? url : url.slice(0, q));
       if (!route.public && this.tokenCheck !== null) this.tokenCheck.check(req);
-      const ctx = this.contextOf(req, res, route, param, q < 0 ? '' : url.slice(q + 1));
+      ctx = this.contextOf(req, res, route, param, q < 0 ? '' : url.slice(q + 1));
       timer = this.deadline(ctx, route.isImport ? this.limits.importTimeoutMs : this.limits.requestTimeoutMs);
       await route.handler(ctx);
     } catch (err) {
       this.replyError(req, res, err);
     } finally {
       if (timer !== null) clearTimeout(timer);
+      ctx?.memory.releaseAll();
     }
   }
 
@@ -235,7 +311,8 @@ export class IngestServer {
       engine: this.engine,
       limits: this.limits,
       imports: this.imports,
-      syncWrites: this.opts.sync === true,
+      syncWrites: this.syncWrites,
+      memory: new RequestMemory(this.memory),
     };
   }
 
@@ -294,9 +371,10 @@ export class IngestServer {
     await closed;
     // Cut-off requests unwind (their imports clean up) before the engine goes.
     await this.waitForInFlight(this.limits.drainTimeoutMs);
+    await this.recovery.stop();
     // The record goes while the LOCK is still ours, so it never names a server that is gone.
     removeServerRecord(this.engine.dir);
-    await this.engine.close();
+    if (this.ownsEngine) await this.engine.close();
   }
 
   /** True when every in-flight request finished within `ms`. */

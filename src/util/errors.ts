@@ -59,8 +59,9 @@ export class DbLockedError extends IngestError {
   readonly dir: string;
   /** The holder's pid, or null when the LOCK does not say. */
   readonly pid: number | null;
-  constructor(dir: string, pid: number | null) {
-    super('DB_LOCKED', `database is locked: ${dir} (held by pid ${pid ?? 'unknown'})`);
+  /** `detail`, when given, follows the message after "; " (how the holder holds it). */
+  constructor(dir: string, pid: number | null, detail?: string) {
+    super('DB_LOCKED', `database is locked: ${dir} (held by pid ${pid ?? 'unknown'})${detail === undefined ? '' : `; ${detail}`}`);
     this.name = 'DbLockedError';
     this.dir = dir;
     this.pid = pid;

@@ -228,3 +228,33 @@ test.each([[[]], [['--merge-threads', '2']]])('a failed import leaves no SST or 
   expect(r.stderr).toMatch(/duplicate key/);
   expect(fs.readdirSync(out)).toEqual([]);
 });
+
+test('--report-format ndjson: one line per conflict with its CSV source, then the summary; the error still names the first', async () => {
+  const input = csv('rows-ndjson.csv', '1,v1\n2,changed\n3,other\n4,back\n11,new\n');
+  const report = path.join(root, 'report.ndjson');
+  const r = await run([input, '--db', db, '--report', report, '--report-format', 'ndjson', '--max-reported', 'all', '--json', '--quiet']);
+  expect(r.code).toBe(3);
+  expect(r.stderr).toMatch(/2 key\(s\) would change a live value .*; first: key 2/);
+  expect(JSON.parse(r.stdout).check).toMatchObject({ conflicts: 2, conflictsReported: 2, maxReported: Number.MAX_SAFE_INTEGER });
+  const lines = fs
+    .readFileSync(report, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  expect(lines.slice(0, 2)).toEqual([
+    expect.objectContaining({
+      type: 'conflict',
+      key: '2',
+      source: { file: input, line: 2 },
+      newValue: expect.objectContaining({ data: 'changed' }),
+    }),
+    expect.objectContaining({ type: 'conflict', key: '3', source: { file: input, line: 3 } }),
+  ]);
+  expect(lines[2]).toMatchObject({ type: 'summary', format: 'sst-ingest.conflict-report', summary: { sstKeys: 5, conflicts: 2 } });
+  expect(lines).toHaveLength(3);
+  expect(fs.readdirSync(root).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+  // A JSON report cannot list them all: it is held in memory whole.
+  const all = await run([input, '--db', db, '--report', path.join(root, 'r.json'), '--max-reported', 'all', '--quiet']);
+  expect(all.code).toBe(2);
+  expect(all.stderr).toMatch(/--max-reported all needs --report FILE --report-format ndjson/);
+});

@@ -104,12 +104,34 @@ test('into an empty database: every row readable through the key spec; JSON fiel
   expect(r.code).toBe(0);
   const doc = JSON.parse(r.stdout) as Record<string, unknown>;
   expect(Object.keys(doc).sort()).toEqual(
-    ['check', 'createdDb', 'db', 'dryRun', 'import', 'ingest', 'pendingJobs', 'plan', 'policy', 'replaceRange', 'report'].sort(),
+    [
+      'check',
+      'createdDb',
+      'db',
+      'dryRun',
+      'import',
+      'ingest',
+      'pendingJobs',
+      'plan',
+      'policy',
+      'replaceRange',
+      'report',
+      'space',
+      'distributed',
+    ].sort(),
   );
   expect(doc).toMatchObject({ db, createdDb: true, dryRun: false, report: null, replaceRange: null, plan: null });
   expect(doc.import).toMatchObject({ rowsRead: fixtureRows.size, rowsWritten: fixtureRows.size });
   expect(doc.check).toMatchObject({ sstKeys: fixtureRows.size, new: fixtureRows.size, conflicts: 0 });
-  expect(doc.policy).toEqual({ onConflict: 'abort', ingest: true, rowsHeldBack: 0, rewrittenFiles: 0, emptiedFiles: 0 });
+  expect(doc.policy).toEqual({
+    onConflict: 'abort',
+    ingest: true,
+    rowsHeldBack: 0,
+    rewrittenFiles: 0,
+    emptiedFiles: 0,
+    rowsUnchangedLeftOut: 0,
+    unchangedFilesLeftOut: 0,
+  });
   const ingest = doc.ingest as { files: Record<string, unknown>[]; memtableFlushes: number; seconds: number };
   expect(ingest.files.length).toBeGreaterThan(0);
   for (const f of ingest.files) {
@@ -155,6 +177,17 @@ test('conflicts under abort: exit 3, report with the conflicting keys and values
     // The row-origin side files give each conflict the input file and line of its new row.
     expect(c.source).toEqual({ file: input.file, line: lines.indexOf(`${c.key}|${c.newValue.data}`) + 1 });
   }
+  // The same report streamed as NDJSON (written under the ingestion's latch, before the abort).
+  const ndjson = path.join(root, 'report.ndjson');
+  const streamed = await run('import', input.file, ...DIALECT, '--db', db, '--report', ndjson, '--report-format', 'ndjson');
+  expect(streamed.code).toBe(3);
+  const reportLines = fs
+    .readFileSync(ndjson, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(reportLines.slice(0, -1)).toEqual(doc.conflicts.map((c) => ({ type: 'conflict', ...c })));
+  expect(reportLines[reportLines.length - 1]).toMatchObject({ type: 'summary', summary: { conflicts: 3, new: 2, unchanged: 1 } });
   expect(leftovers(db)).toEqual([]);
   await withEngine(db, (e) => {
     expect(e.lastSequence).toBe(before);

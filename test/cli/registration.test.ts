@@ -7,6 +7,7 @@ import { registerCheckCommand } from '../../cli/commands/check';
 import { registerImportCommand } from '../../cli/commands/import';
 import { registerPlanCommand } from '../../cli/commands/plan';
 import {
+  CLUSTER_OPTIONS,
   CONFLICT_CHECK_OPTIONS,
   DB_POLICY_OPTIONS,
   IMPORT_OPTIONS,
@@ -46,6 +47,7 @@ test.each([[['import', 'check', 'plan']], [['plan', 'check', 'import']], [['chec
         ...flagsOf(CONFLICT_CHECK_OPTIONS),
         ...flagsOf(DB_POLICY_OPTIONS),
         '--dry-run',
+        ...flagsOf(CLUSTER_OPTIONS),
       ],
       check: [
         '--db',

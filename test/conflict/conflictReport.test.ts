@@ -133,7 +133,13 @@ describe('report file, rewrite, policies', () => {
     paths.forEach((p, i) => expect(fs.readFileSync(p).equals(before[i])).toBe(true));
     // A file all of whose keys go is left out.
     const single = writeSstSet(path.join(root, 'rw-one'), [['only', 'x']], 1, rng(4));
-    expect(rewriteWithoutKeys(single, [Buffer.from('only')])).toEqual({ paths: [], rewritten: [], emptied: single });
+    expect(rewriteWithoutKeys(single, [Buffer.from('only')])).toEqual({
+      paths: [],
+      rewritten: [],
+      emptied: single,
+      unchangedLeftOut: [],
+      unchangedDropped: 0,
+    });
     expect(fs.existsSync(defaultSkipPath(single[0]))).toBe(false);
   });
 

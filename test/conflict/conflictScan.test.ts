@@ -13,6 +13,9 @@ import * as path from 'path';
 import { Engine, Snapshot } from '../../src/engine/engine';
 import { checkSstConflicts, CheckSstConflictsOptions } from '../../src/conflict/checkSstConflicts';
 import { ConflictReport } from '../../src/conflict/report';
+import { applyConflictPolicy } from '../../src/conflict/policy';
+import { TableReader } from '../../src/sstable/reader/tableReader';
+import { TRAILER_BYTES } from '../../src/base/internalKey';
 import { buildEngine, BuiltEngine, expectedOutcome, intBelow, keyOf, rng, writeSstSet } from './support';
 
 let root: string;
@@ -85,6 +88,66 @@ function checkAgainstModel(
   return want.rangeDeleted;
 }
 
+/** Every user key of each file, in order. */
+function keysOfFiles(paths: readonly string[]): string[][] {
+  return paths.map((p) => {
+    const reader = TableReader.open(p);
+    const it = reader.newIterator();
+    const keys: string[] = [];
+    for (it.first(); it.valid(); it.next())
+      keys.push(
+        it
+          .key()
+          .subarray(0, it.key().length - TRAILER_BYTES)
+          .toString(),
+      );
+    it.close();
+    reader.close();
+    return keys;
+  });
+}
+
+/**
+ * The unchanged runs cover exactly the unchanged keys, each run's count is the entries of its
+ * file within its bounds, and the policy's rewrite leaves out every conflicting key (skip) and
+ * every unchanged row of a file at least half unchanged, and nothing else.
+ */
+function checkUnchangedRuns(
+  label: string,
+  report: ConflictReport,
+  paths: string[],
+  b: BuiltEngine,
+  rows: Array<[string, string]>,
+  readSeq: number,
+): void {
+  const runs = report.unchangedRuns;
+  if (runs === null || runs === undefined) throw new Error(`${label}: no unchanged runs`);
+  const fileKeys = keysOfFiles(paths);
+  const fresh = new Map(rows);
+  const isUnchanged = (k: string): boolean => b.model.visible(k, readSeq)?.value === fresh.get(k);
+  const covered: string[] = [];
+  for (const run of runs.runs) {
+    const inRun = fileKeys[run.fileIndex].filter((k) => k >= run.first.toString() && k <= run.last.toString());
+    expect({ label, rows: run.rows }).toEqual({ label, rows: inRun.length });
+    covered.push(...inRun);
+  }
+  const unchanged = fileKeys.flat().filter(isUnchanged);
+  expect({ label, covered }).toEqual({ label, covered: unchanged });
+  expect(runs.rowsInRuns).toBe(report.summary.unchanged);
+  const plan = applyConflictPolicy('skip', report, paths, { outputPathFor: (p) => `${p}.rw.sst` });
+  const conflicting = new Set((report.conflictingKeys ?? []).map((k) => k.toString()));
+  const wanted = fileKeys
+    .map((keys) => {
+      // Rewritten (so without its unchanged rows) when it holds a conflict or is half unchanged.
+      const rewritten = keys.some((k) => conflicting.has(k)) || keys.filter(isUnchanged).length * 2 >= keys.length;
+      return keys.filter((k) => !conflicting.has(k) && !(rewritten && isUnchanged(k)));
+    })
+    .flat();
+  expect({ label, ingested: keysOfFiles(plan.files).flat() }).toEqual({ label, ingested: wanted });
+  expect(plan.rowsUnchangedDropped).toBe(fileKeys.flat().length - wanted.length - conflicting.size);
+  for (const r of plan.rewritten) fs.rmSync(r.to);
+}
+
 /** Returns how many SST keys were hidden by range tombstones, over all checks. */
 async function runSeeds(seeds: number[], rangeDeletes: boolean): Promise<number> {
   let rangeDeleted = 0;
@@ -112,7 +175,9 @@ async function runSeeds(seeds: number[], rangeDeletes: boolean): Promise<number>
               snapshot: read.snapshot,
               maxReported,
               collectConflictingKeys: true,
+              collectUnchangedRuns: true,
             });
+            checkUnchangedRuns(`seed ${seed} set ${setNo} ${st.name}`, report, paths, b, rows, read.seq);
             rangeDeleted += checkAgainstModel(
               `seed ${seed} set ${setNo} read@${read.seq} ${st.name}`,
               report,

@@ -165,7 +165,10 @@ test('ENOSPC while ingesting (the memtable flush it needs): NO_SPACE, the live d
     expect((failure as IngestError).message).toContain(`no space left in ${db} while ingesting`);
     // Reads go on; writes wait for space (RocksDB's read-only state after a failed flush).
     expect(await dbContents(db, engine)).toEqual(before);
-    await expect(engine.put(Buffer.from('ff', 'hex'), Buffer.from('x'))).rejects.toThrow('stopped accepting writes after a failed flush');
+    await expect(engine.put(Buffer.from('ff', 'hex'), Buffer.from('x'))).rejects.toMatchObject({
+      code: 'NO_SPACE',
+      message: expect.stringContaining('is out of disk space and takes no writes until space is freed and it resumes'),
+    });
     fs.rmSync(filler);
     await engine.resume();
     await engine.put(Buffer.from('ff', 'hex'), Buffer.from('serving again'));

@@ -2,8 +2,9 @@
  * `ingest import` end to end: randomized CSVs (quoted fields holding delimiters, quotes and line
  * ends; unicode; CRLF; BOM; empty values) imported in-process and by parse workers, under memory
  * limits small enough to force many runs, must give SSTs whose merged contents equal an
- * in-memory reference built from the generator's own rows (not from any parser). Also: typed and
- * composite keys sort naturally, value formats, multiple inputs and .gz.
+ * in-memory reference built from the generator's own rows (not from any parser): the default csv
+ * values, and raw when asked for. Also: typed and composite keys sort naturally, value formats,
+ * multiple inputs and .gz.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -59,6 +60,15 @@ function referenceRaw(rows: string[][], delimiter: string): [string, string][] {
     .sort((a, b) => Buffer.compare(Buffer.from(a[0]), Buffer.from(b[0])));
 }
 
+/** The default csv values: as raw, but a field holding the delimiter, a quote, CR or LF quoted, its quotes doubled. */
+function referenceCsv(rows: string[][], delimiter: string): [string, string][] {
+  const field = (v: string): string => (v.includes(delimiter) || /["\r\n]/.test(v) ? `"${v.split('"').join('""')}"` : v);
+  return referenceRaw(
+    rows.map((row) => [row[0], ...row.slice(1).map(field)]),
+    delimiter,
+  );
+}
+
 function contents(dir: string): [string, string][] {
   return readOutputSsts(dir).entries.map((e) => [e.key.toString('utf8'), e.value.toString('utf8')]);
 }
@@ -81,7 +91,7 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     expect(s.runs).toBeGreaterThan(1);
     expect(s.rowsRead).toBe(40000);
     expect(s.outputFiles.length).toBeGreaterThan(1);
-    expect(contents(path.join(dir, 'out'))).toEqual(referenceRaw(t.rows, ','));
+    expect(contents(path.join(dir, 'out'))).toEqual(referenceCsv(t.rows, ','));
     // The temp directory holds nothing afterwards.
     expect(fs.readdirSync(path.join(dir, 'tmp'))).toEqual([]);
     // Summary key ranges match the files and do not overlap.
@@ -99,7 +109,10 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     const t = randomTable(11, 3000, 3, delimiter);
     fs.writeFileSync(path.join(dir, 'in.csv'), t.text);
     await importTo(dir, { inputs: [path.join(dir, 'in.csv')], dialect: { delimiter }, parser, parseThreads: 0, memoryLimitBytes: 4 << 20 });
-    expect(contents(path.join(dir, 'out'))).toEqual(referenceRaw(t.rows, delimiter));
+    expect(contents(path.join(dir, 'out'))).toEqual(referenceCsv(t.rows, delimiter));
+    const raw = tempDir('ingest-import-');
+    await importTo(raw, { inputs: [path.join(dir, 'in.csv')], dialect: { delimiter }, parser, parseThreads: 0, valueFormat: 'raw' });
+    expect(contents(path.join(raw, 'out'))).toEqual(referenceRaw(t.rows, delimiter));
   });
 
   it('parse workers over byte ranges, with range guesses landing inside quoted line ends', async () => {
@@ -131,7 +144,7 @@ describe('import of randomized CSVs equals an in-memory reference', () => {
     expect(s.parseRanges).toBeGreaterThan(20);
     expect(s.parseRangesRetried).toBeGreaterThan(0);
     expect(s.rowsRead).toBe(6000);
-    const expected = referenceRaw(rows, ',');
+    const expected = referenceCsv(rows, ',');
     expect(contents(path.join(dir, 'out'))).toEqual(expected);
     expect(contents(path.join(inProcess, 'out'))).toEqual(expected);
   });
@@ -223,7 +236,8 @@ describe('keys and values', () => {
     expect(s.parserReason).toBe('the escape differs from the quote');
     expect(contents(path.join(dir, 'out'))).toEqual([
       ['k0', 'a\\b,y'],
-      ['k1', 'say "hi",x'],
+      // csv writes quotes doubled, whatever the input's escape.
+      ['k1', '"say ""hi""",x'],
     ]);
     const dir2 = tempDir('ingest-import-');
     fs.writeFileSync(path.join(dir2, 'in.csv'), 'k1§v1§w\nk0§v0§w\n');
@@ -259,7 +273,7 @@ describe('keys and values', () => {
     await importTo(dir, { inputs: [path.join(dir, 'in.csv')], dialect: { delimiter: ';', comment: '#', skipLines: 2 }, header: true });
     expect(contents(path.join(dir, 'out'))).toEqual([
       ['x', '1'],
-      ['y', '2;\r\n3'],
+      ['y', '"2;\r\n3"'],
     ]);
   });
 });

@@ -5,7 +5,9 @@
  * (key, value, source, line), every bad row, the row count and every spill must agree. The
  * inputs mix what the native path takes with everything it must leave to JavaScript: quotes,
  * empty, CR-led and comment lines, wrong field counts, integer keys out of range or malformed,
- * a full buffer, and a range end (stopAt) inside the window.
+ * a full buffer, and a range end (stopAt) inside the window. Both value formats the native path
+ * serves run: raw, and csv, whose quoting the native path never has to do (it refuses quotes, and
+ * with csv every CR but the line end's), on inputs that mix such records with simple ones.
  */
 import { CsvTokenizer, RecordSink } from '../../src/ingest/csv/csvTokenizer';
 import { LayoutPlan, RowSink } from '../../src/ingest/parse/rowSink';
@@ -14,6 +16,7 @@ import { SortBuffer } from '../../src/ingest/sort/sortBuffer';
 import { nativeImport } from '../../src/ingest/nativeImport';
 import { mulberry32 } from '../../src/util/random';
 import { describeIfNative } from '../support/native';
+import { ValueFormat } from '../../src/ingest/rows/valueEncoding';
 
 interface Entry {
   key: string;
@@ -58,6 +61,8 @@ interface RunSpec {
   /** Input offset records must start before (a parse range's end), or Infinity. */
   stopAt: number;
   bulk: boolean;
+  /** The input's quote byte (default 0x22); -1: quoting disabled. */
+  quote?: number;
 }
 
 /** Runs `text` through a tokenizer into a RowSink over a SortBuffer whose window holds the input. */
@@ -70,7 +75,7 @@ function run(spec: RunSpec): Outcome {
     spec.plan,
     null,
     buffer,
-    0x22,
+    spec.quote ?? 0x22,
     () => {
       outcome.spills.push(entriesOf(buffer));
       buffer.clear();
@@ -100,7 +105,7 @@ function run(spec: RunSpec): Outcome {
   }
   // The window is the start of the arena (as in the import); garbage LFs follow the data.
   buffer.arena.fill(LF, 0, windowBytes);
-  const tokenizer = new CsvTokenizer({ delimiter: 0x2c, quote: 0x22, comment: 0x23 });
+  const tokenizer = new CsvTokenizer({ delimiter: 0x2c, quote: spec.quote ?? 0x22, comment: 0x23 });
   let start = 0;
   let end = 0;
   for (;;) {
@@ -118,8 +123,8 @@ function run(spec: RunSpec): Outcome {
   return outcome;
 }
 
-function plan(key: string, value: string | undefined, header: boolean): LayoutPlan {
-  return { keyRefs: parseKeySpecText(key), valueSpec: value, valueFormat: 'raw', columns: null, header, delimiter: ',' };
+function plan(key: string, value: string | undefined, header: boolean, valueFormat: ValueFormat = 'raw'): LayoutPlan {
+  return { keyRefs: parseKeySpecText(key), valueSpec: value, valueFormat, columns: null, header, delimiter: ',' };
 }
 
 const INT_TEXTS = [
@@ -266,7 +271,7 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
     const codec = nativeImport!;
     const buffer = new SortBuffer(1 << 20, 1 << 10, 1 << 10);
     const src = Buffer.from('1,a\n');
-    const layout = Int32Array.of(0x2c, -1, -1, 2, 0, 1, 0x2c, 2, 0);
+    const layout = Int32Array.of(0x2c, -1, -1, 2, 0, 1, 0x2c, 2, 0, 0);
     const call = (l: Int32Array, valueFields: Int32Array, state: Float64Array): number =>
       codec.parseRows(
         src,
@@ -289,7 +294,69 @@ describeIfNative('native CSV fast path against the JavaScript one', () => {
     badKeyField[4] = 2;
     expect(() => call(badKeyField, Int32Array.of(1), Float64Array.of(0, 1, 0, 2048))).toThrow(/out of range/);
     expect(() => call(layout, Int32Array.of(2), Float64Array.of(0, 1, 0, 2048))).toThrow(/out of range/);
+    const badValueFormat = Int32Array.from(layout);
+    badValueFormat[9] = 2;
+    expect(() => call(badValueFormat, Int32Array.of(1), Float64Array.of(0, 1, 0, 2048))).toThrow(/out of range/);
+    expect(() => call(layout.subarray(0, 9), Int32Array.of(1), Float64Array.of(0, 1, 0, 2048))).toThrow(/out of range/);
     expect(() => call(layout, Int32Array.of(1), Float64Array.of(5, 1, 0, 2048))).toThrow(/out of range/);
     expect(() => call(layout, Int32Array.of(1), Float64Array.of(0, 1, 0, 1))).toThrow(/out of range/);
+  });
+
+  /** Fields csv must quote (or the native path must leave to JavaScript) among plain ones; `quoting` false: the input quotes nothing. */
+  function csvText(seed: number, lines: number, quoting: boolean): string {
+    const rnd = mulberry32(seed);
+    const special = quoting
+      ? ['', 'a\rb', '"x,y"', '"say ""hi"""', '"two\nlines"', '"cr\r\nlf"', '"plain"', 'ünï', '\r']
+      : ['', 'a\rb', 'say "hi"', '"', 'ünï', '\r'];
+    const out: string[] = [];
+    for (let i = 0; i < lines; i++) {
+      const fields = [
+        String(i),
+        String((i * 7) % 1000),
+        ...Array.from({ length: 3 }, () => (rnd() < 0.85 ? `v${Math.floor(rnd() * 1e6)}` : special[Math.floor(rnd() * special.length)])),
+      ];
+      const r = rnd();
+      out.push(`${fields.join(',')}${r < 0.1 ? '\r\r\n' : r < 0.3 ? '\r\n' : '\n'}`);
+    }
+    return out.join('');
+  }
+
+  it.each(layouts)('csv: agrees entry for entry with key %s, value %s, quoting what needs it', (key, value) => {
+    for (let seed = 1; seed <= 4; seed++) {
+      const text = csvText(seed * 31337, 3000, true);
+      const spec = { text, plan: plan(key, value, false, 'csv'), memoryLimitBytes: 1 << 20, chunkBytes: 977, stopAt: Infinity };
+      const { js, native } = runBothWays(spec);
+      expect(native.bulkTaken).toBeGreaterThan(js.rows / 4);
+      // JavaScript quoted fields here, and the native path took none of those records.
+      const values = js.spills.flat().map((e) => e.value);
+      if (value === undefined) {
+        expect(values.some((v) => v.includes('"x,y"'))).toBe(true);
+        expect(values.some((v) => v.includes('"a\rb"'))).toBe(true);
+      }
+    }
+  });
+
+  it("csv with quoting disabled: records holding csv's quote go to JavaScript, which quotes them", () => {
+    const text = csvText(99, 4000, false);
+    const spec = {
+      text,
+      plan: plan('1:int64', undefined, false, 'csv'),
+      memoryLimitBytes: 1 << 20,
+      chunkBytes: 1 << 20,
+      stopAt: Infinity,
+      quote: -1,
+    };
+    const { js, native } = runBothWays(spec);
+    expect(native.bulkTaken).toBeGreaterThan(js.rows / 4);
+    expect(js.spills.flat().some((e) => e.value.includes('"say ""hi"""'))).toBe(true);
+  });
+
+  it("csv spills at the same entries as JavaScript: the native bound is csv's (2 bytes per record byte)", () => {
+    const text = csvText(7, 60000, true);
+    const spec = { text, plan: plan('1:int64', undefined, false, 'csv'), memoryLimitBytes: 1 << 20, chunkBytes: 1 << 20, stopAt: Infinity };
+    const js = run({ ...spec, bulk: false });
+    const native = run({ ...spec, bulk: true });
+    expect(js.spills.length).toBeGreaterThan(2);
+    expect(native.spills).toEqual(js.spills);
   });
 });

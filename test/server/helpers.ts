@@ -198,7 +198,7 @@ export interface ChildServer {
 }
 
 /** `ingest serve --db DIR --port 0 ...` in a child process; resolves once it printed its JSON line. */
-export function startChildServer(dbDir: string, extraArgs: readonly string[] = []): Promise<ChildServer> {
+export function startChildServer(dbDir: string, extraArgs: readonly string[] = [], stderrFd?: number): Promise<ChildServer> {
   const child = spawn(
     process.execPath,
     [
@@ -212,7 +212,8 @@ export function startChildServer(dbDir: string, extraArgs: readonly string[] = [
       '0',
       ...extraArgs,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    // A file descriptor for stderr (a log file on a full disk, say), else a pipe read here.
+    { stdio: ['ignore', 'pipe', stderrFd ?? 'pipe'] },
   );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -614,6 +614,8 @@ test('bad query options, unknown routes and methods, raw garbage on a TCP socket
     ['header=perhaps', 'query parameter header is a flag: 1, true, 0 or false, got "perhaps"'],
     ['max-bad-rows=-1', '--max-bad-rows must be a non-negative integer'],
     ['max-reported=lots', '--max-reported must be a non-negative integer'],
+    ['max-reported=all', 'import option max-reported=9007199254740991 is over this server'],
+    ['report-format=ndjson', 'unknown import option report-format'],
     ['memory-limit=huge', '--memory-limit must be a size like 256MiB'],
     ['name=', 'name must be 1..256 characters'],
     ['key=1&key=2', 'query parameter key is given twice'],

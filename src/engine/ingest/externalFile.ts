@@ -14,7 +14,9 @@
  * - with verifyChecksums (the default): the whole file through TableReader.verify(), i.e. every
  *   block checksum, strictly ascending keys inside and across data blocks, index separators, the
  *   filter against every key and the properties against the contents (CORRUPTION). Without it,
- *   only the blocks above are read: key order is then taken on trust, as RocksDB does;
+ *   only the blocks above are read: key order is then taken on trust, as RocksDB does. With it,
+ *   the sizes of the largest key and value are reported too, for callers that limit them (the
+ *   server's SST uploads);
  * - the file holds at least one point key or range tombstone, and every tombstone is non-empty.
  *
  * Bounds follow the ingestion-side rule of rangedel/tombstoneBoundaries.ts: smallest = min(first
@@ -43,6 +45,12 @@ export interface ExternalFileInfo {
   range: UserKeyRange;
   numPointEntries: number;
   numRangeDeletions: number;
+  /**
+   * Sizes of the largest user key (range tombstone bounds included) and value, as verification
+   * read them; null when the file was not verified (verifyChecksums false).
+   */
+  largestKeyBytes: number | null;
+  largestValueBytes: number | null;
 }
 
 export interface InspectOptions {
@@ -115,7 +123,7 @@ export function inspectExternalFile(path: string, opts: InspectOptions = {}): Ex
         `cannot ingest ${path}: it holds ${props.numMergeOperands} merge operands and the engine has no merge operator`,
       );
     }
-    if (verifyChecksums) reader.verify();
+    const sizes = verifyChecksums ? reader.verify() : null;
 
     const first = reader.smallestKey();
     const last = reader.largestKey();
@@ -140,6 +148,8 @@ export function inspectExternalFile(path: string, opts: InspectOptions = {}): Ex
       range: rangeOfBounds(bounds),
       numPointEntries: props.numEntries - props.numRangeDeletions,
       numRangeDeletions: tombstones.length,
+      largestKeyBytes: sizes?.largestKeyBytes ?? null,
+      largestValueBytes: sizes?.largestValueBytes ?? null,
     };
   } finally {
     reader.close();

@@ -62,6 +62,8 @@ export async function inspectExternalFiles(paths: readonly string[], opts: Inspe
       range: rangeOfBounds(bounds),
       numPointEntries: f.numPointEntries,
       numRangeDeletions: f.numRangeDeletions,
+      largestKeyBytes: f.largestKeyBytes,
+      largestValueBytes: f.largestValueBytes,
     };
   });
 }

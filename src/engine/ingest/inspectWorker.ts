@@ -25,6 +25,8 @@ export interface InspectedFileMessage {
   largest: Uint8Array;
   numPointEntries: number;
   numRangeDeletions: number;
+  largestKeyBytes: number | null;
+  largestValueBytes: number | null;
 }
 
 export interface InspectErrorMessage {
@@ -49,6 +51,8 @@ export function runInspectTask(task: InspectTask): InspectReply {
         largest: new Uint8Array(info.bounds.largest),
         numPointEntries: info.numPointEntries,
         numRangeDeletions: info.numRangeDeletions,
+        largestKeyBytes: info.largestKeyBytes,
+        largestValueBytes: info.largestValueBytes,
       };
     });
     return { ok: true, files };

@@ -12,6 +12,7 @@ import { KeySpec } from '../rows/keySpec';
 import { DbImportMode, DbImportOptions, ReplaceRangeRequest } from '../importIntoDb';
 import { ImportOptionValues, PipelineOptionValues } from './optionTable';
 import { parseByteSize } from './optionText';
+import { checkReportOptions } from '../../conflict/reportStream';
 
 /** The import options every pipeline run builds, less where the SSTs go; the key spec parsed. */
 export type ImportSettings = Omit<ImportOptions, 'outputDir' | 'writeSummaryFile' | 'writeRowOrigins'> & { key: KeySpec };
@@ -79,7 +80,9 @@ export function dbImportOptionsOf(inputs: string[], o: PipelineOptionValues, mod
     conflictStrategy: o.conflictStrategy,
     maxReported: o.maxReported,
     reportPath: o.report,
+    reportFormat: o.reportFormat,
   };
+  checkReportOptions(o.report, o.reportFormat, o.maxReported);
   if (mode === 'check') return { ...common, outputDir: o.outputDir };
   return {
     ...common,

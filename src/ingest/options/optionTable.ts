@@ -19,11 +19,12 @@
 import { WRITABLE_COMPRESSION_NAMES } from '../../sstable/compression';
 import { ON_CONFLICT_CHOICES, OnConflict } from '../../conflict/policy';
 import { ConflictStrategy, DEFAULT_MAX_REPORTED } from '../../conflict/report';
+import { MAX_REPORTED_ALL, REPORT_FORMAT_CHOICES, ReportFormat } from '../../conflict/reportStream';
 import { DEFAULT_TARGET_FILE_SIZE_BYTES, ParserChoice } from '../importTypes';
 import { DEFAULT_MEMORY_LIMIT_BYTES } from '../memoryBudget';
 import { DuplicatePolicy } from '../sort/mergeToSsts';
-import { ValueFormat } from '../rows/rowEncoder';
-import { nonNegativeInteger } from './optionText';
+import { VALUE_FORMATS, ValueFormat } from '../rows/valueEncoding';
+import { countOrAll, nonNegativeInteger } from './optionText';
 
 /** One option, as data. */
 export interface OptionDef {
@@ -57,7 +58,12 @@ export const IMPORT_OPTIONS: readonly OptionDef[] = [
     defaultValue: '1',
   },
   { flags: '--value <cols>', description: 'value columns, comma separated (default: all but the key columns)' },
-  { flags: '--value-format <f>', description: 'value encoding', choices: ['raw', 'json'], defaultValue: 'raw' },
+  {
+    flags: '--value-format <f>',
+    description:
+      'value encoding: csv (the value columns joined by the delimiter, a field holding the delimiter, a quote or a line end quoted: lossless), raw (joined, never quoted) or json (default: csv; with --db: what the database records, raw for one written before formats were recorded)',
+    choices: VALUE_FORMATS,
+  },
   { flags: '--memory-limit <size>', description: 'memory the sort may hold', defaultValue: `${DEFAULT_MEMORY_LIMIT_BYTES >> 20}MiB` },
   {
     flags: '--tmp-dir <dir>',
@@ -107,23 +113,32 @@ export const CONFLICT_CHECK_OPTIONS: readonly OptionDef[] = [
     choices: ['auto', 'seek', 'get'],
     defaultValue: 'auto',
   },
-  { flags: '--report <file>', description: 'write the JSON conflict report here' },
+  { flags: '--report <file>', description: 'write the conflict report here (complete or absent)' },
+  {
+    flags: '--report-format <f>',
+    description: 'json (one document) or ndjson (a line per conflict, written as the scan finds them, then a summary line)',
+    choices: REPORT_FORMAT_CHOICES,
+    defaultValue: 'json',
+  },
   {
     flags: '--max-reported <n>',
-    description: 'conflicts listed in the report (counts stay exact)',
-    parse: nonNegativeInteger('--max-reported'),
+    description: 'conflicts listed in the report (counts stay exact); all: every one (ndjson only)',
+    parse: countOrAll('--max-reported', MAX_REPORTED_ALL),
     defaultValue: DEFAULT_MAX_REPORTED,
   },
 ];
 
+/** What happens with conflicts: the first of DB_POLICY_OPTIONS, also taken by `sst ingest|plan`. */
+export const ON_CONFLICT_OPTION: OptionDef = {
+  flags: '--on-conflict <policy>',
+  description: 'with conflicts: abort (ingest nothing, exit 3), overwrite, or skip the conflicting rows',
+  choices: ON_CONFLICT_CHOICES,
+  defaultValue: 'abort',
+};
+
 /** What happens with conflicts and how the files go in (`plan`, `import --db`). */
 export const DB_POLICY_OPTIONS: readonly OptionDef[] = [
-  {
-    flags: '--on-conflict <policy>',
-    description: 'with conflicts: abort (ingest nothing, exit 3), overwrite, or skip the conflicting rows',
-    choices: ON_CONFLICT_CHOICES,
-    defaultValue: 'abort',
-  },
+  ON_CONFLICT_OPTION,
   {
     flags: '--replace-range [from..to]',
     description: "replace every key in [FROM, TO) (default: the import's first key to just past its last)",
@@ -148,7 +163,8 @@ export interface ImportOptionValues {
   comment?: string;
   key: string;
   value?: string;
-  valueFormat: ValueFormat;
+  /** Undefined unless given: the default depends on the database (DbImport settles it). */
+  valueFormat?: ValueFormat;
   memoryLimit: string;
   tmpDir?: string;
   targetFileSize: string;
@@ -167,6 +183,9 @@ export interface ImportOptionValues {
 export interface ConflictCheckOptionValues {
   conflictStrategy: ConflictStrategy;
   report?: string;
+  /** Absent where no --report is taken (the server's query). */
+  reportFormat?: ReportFormat;
+  /** MAX_REPORTED_ALL for `all`. */
   maxReported: number;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The text forms of option values shared by every front end of the import (the CLI's flags, the
- * server's query parameters): sizes and non-negative integers. One rule each, so `--threads 1e3`
+ * server's query parameters): sizes, non-negative integers, and counts that may be `all`. One rule each, so `--threads 1e3`
  * and `?threads=1e3` are refused alike (they were taken by one parser and refused by another).
  *
  * Contract: each parser returns the value or throws IngestError('USAGE') naming the option and
@@ -35,6 +35,16 @@ export function parseByteSize(text: string, name: string): number {
 
 /** Decimal digits only: no sign, exponent, fraction or spaces. */
 const DIGITS = /^[0-9]+$/;
+
+/** A parser of a count in decimal digits, or `all` (read as `all`, e.g. Number.MAX_SAFE_INTEGER). */
+export function countOrAll(name: string, all: number): (text: string) => number {
+  const count = nonNegativeInteger(name);
+  return (text: string) => {
+    if (text === 'all') return all;
+    if (!DIGITS.test(text)) throw new IngestError('USAGE', `${name} must be a non-negative integer or all, got "${text}"`);
+    return count(text);
+  };
+}
 
 /** A parser of a non-negative integer written in decimal digits, within the safe integers. */
 export function nonNegativeInteger(name: string): (text: string) => number {

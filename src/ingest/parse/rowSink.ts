@@ -25,6 +25,7 @@ import {
   ValueFormat,
   resolveValueColumns,
 } from '../rows/rowEncoder';
+import { ValueSyntax } from '../rows/valueEncoding';
 import { SortBuffer } from '../sort/sortBuffer';
 
 /** Reject text kept per bad row. */
@@ -35,6 +36,8 @@ export interface LayoutPlan {
   keyRefs: KeyColumnRef[];
   valueSpec: string | undefined;
   valueFormat: ValueFormat;
+  /** csv: how values are joined and quoted (valueEncoding.ts); default the delimiter and `"`. */
+  valueSyntax?: ValueSyntax;
   /** --columns names, or null. */
   columns: string[] | null;
   header: boolean;
@@ -96,6 +99,7 @@ export function makeEncoder(plan: LayoutPlan, bound: BoundLayout): RowEncoder {
     valueFields: bound.valueFields,
     valueFormat: plan.valueFormat,
     delimiter: plan.delimiter,
+    valueSyntax: plan.valueSyntax,
   });
 }
 
@@ -153,9 +157,14 @@ export class RowSink implements RecordSink {
   takeSimpleRecords(offer: SimpleRecordsOffer): number {
     const rows = this.nativeRows;
     if (rows === null || this.expectHeader) return 0;
+    // csv: the native path refuses records holding its quote, which are the ones to quote. With
+    // the input's quote disabled it refuses csv's instead; with another input quote it cannot
+    // refuse both.
+    const refusedQuote = rows.csvQuote >= 0 && offer.quote < 0 ? rows.csvQuote : offer.quote;
+    if (rows.csvQuote >= 0 && refusedQuote !== rows.csvQuote) return 0;
     const layout = rows.layout;
     layout[NATIVE_LAYOUT_DELIMITER] = offer.delimiter;
-    layout[NATIVE_LAYOUT_QUOTE] = offer.quote;
+    layout[NATIVE_LAYOUT_QUOTE] = refusedQuote;
     layout[NATIVE_LAYOUT_COMMENT] = offer.comment;
     layout[NATIVE_LAYOUT_SOURCE] = this.source;
     const taken = this.buffer.parseRows(offer.buf, offer.end, offer.stopAt, offer.pos, offer.line, rows);

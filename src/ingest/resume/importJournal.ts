@@ -19,6 +19,7 @@
 import { ScratchQuota } from '../diskSpace';
 import { normalizeDialect } from '../csv/csvDialect';
 import { DEFAULT_TARGET_FILE_SIZE_BYTES, ImportOptions } from '../importTypes';
+import { DEFAULT_VALUE_FORMAT } from '../rows/valueEncoding';
 import { InputNamer } from '../parse/parseTypes';
 import { OptionsFingerprint, fingerprintInput } from './fingerprint';
 import { ParseResume } from '../parse/parallelParse';
@@ -262,7 +263,9 @@ export function outputOptionsFingerprint(o: ImportOptions): OptionsFingerprint {
   const values: Record<string, unknown> = {
     key,
     value: o.value,
-    valueFormat: o.valueFormat ?? 'raw',
+    valueFormat: o.valueFormat ?? DEFAULT_VALUE_FORMAT,
+    // Set only into a database whose recorded csv syntax is not the input's (DbImport).
+    valueSyntax: o.valueSyntax,
     dialect: normalizeDialect(o.dialect ?? {}),
     header: o.header ?? false,
     columns: o.columns ?? null,

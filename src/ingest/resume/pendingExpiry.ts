@@ -83,8 +83,16 @@ const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3600_
 /** "3d", "12h", "90m", "600s" → milliseconds; "never" → null (no expiry). USAGE otherwise. */
 export function parsePendingMaxAge(text: string): number | null {
   if (text === 'never') return null;
+  return parseDurationMs(text, '--pending-max-age', 'or never');
+}
+
+/** A positive duration "3d", "12h", "90m", "600s" in milliseconds; USAGE naming `flag` otherwise. */
+export function parseDurationMs(text: string, flag: string, alternative = ''): number {
   const m = DURATION.exec(text);
   if (m === null || Number(m[1]) === 0)
-    throw new IngestError('USAGE', `--pending-max-age must be a duration like 3d, 12h, 90m or 600s, or never; got "${text}"`);
+    throw new IngestError(
+      'USAGE',
+      `${flag} must be a duration like 3d, 12h, 90m or 600s${alternative === '' ? '' : `, ${alternative}`}; got "${text}"`,
+    );
   return Number(m[1]) * UNIT_MS[m[2]];
 }

@@ -14,6 +14,7 @@ import { compareUserKeys } from '../../base/keyCompare';
 import { RequestContext, replyJson } from '../requestContext';
 import { badRequest, tooLarge } from '../httpErrors';
 import { readBody } from '../requestBody';
+import { BATCH_DECODE_FACTOR } from '../memoryBudget';
 import { acknowledgeable } from './kv';
 import { bytesOfJsonString } from '../urlBytes';
 
@@ -59,7 +60,8 @@ function operationOf(ctx: RequestContext, raw: unknown, i: number): Operation {
 }
 
 export async function postBatch(ctx: RequestContext): Promise<void> {
-  const body = await readBody(ctx.req, ctx.limits.maxBatchBodyBytes, 'batch');
+  const body = await readBody(ctx.req, ctx.limits.maxBatchBodyBytes, 'batch', ctx.memory);
+  await ctx.memory.reserve(BATCH_DECODE_FACTOR * body.length, 'batch');
   const parsed = parseJson(body);
   if (!Array.isArray(parsed)) throw badRequest('batch: the body must be a JSON array of operations');
   if (parsed.length === 0) throw badRequest('batch: no operations');

@@ -21,6 +21,8 @@ import { ownScratchDirPrefix } from '../../engine/scratchDirs';
 import { DbCheckResult, DbImport, DbImportOptions, DbImportResult, conflictFailure } from '../../ingest/importIntoDb';
 import { dbRunJson } from '../../ingest/importJson';
 import { Progress } from '../../ingest/progress';
+import { DEFAULT_MEMORY_LIMIT_BYTES } from '../../ingest/memoryBudget';
+import { SpaceSettleResult, settleSpace, spacePolicyOf, spaceSettleFailure } from '../../ingest/spacePolicy';
 import { conflictReportJson } from '../../conflict/report';
 import { dbImportOptionsOf } from '../../ingest/options/importSettings';
 import { IngestError } from '../../util/errors';
@@ -49,9 +51,39 @@ export function replyImportResult(ctx: RequestContext, result: DbImportResult | 
   else replyJson(ctx, 409, { ...body, error: { code: failure.code, message: failure.message } });
 }
 
-/** Runs a DbImport against the server's engine, silently (run() removes its private directory whatever happens). */
-export function runServerImport(ctx: RequestContext, options: DbImportOptions): Promise<DbImportResult | DbCheckResult> {
-  return new DbImport({ ...options, engine: ctx.engine, import: { ...options.import, progress: Progress.forStderr(true) } }).run();
+/**
+ * Runs a DbImport against the server's engine, silently (run() removes its private directory
+ * whatever happens), then, when it ingested something, the space policy (spacePolicy.ts) before
+ * the answer: the background compactions keep the level targets, but only the policy compacts a
+ * database whose upper levels pile up older versions (estimate over DEFAULT_MAX_SPACE_AMPLIFICATION), so a nightly import through the server leaves it as bounded as one through the CLI.
+ * It runs in the import queue's turn, one at a time; its compaction yields to reads and writes as
+ * every compaction does.
+ */
+export async function runServerImport(ctx: RequestContext, options: DbImportOptions): Promise<DbImportResult | DbCheckResult> {
+  // The import's sort buffers and workers hold up to its memory limit while it runs.
+  await ctx.memory.reserve(options.import.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES, 'import');
+  const result = await new DbImport({
+    ...options,
+    engine: ctx.engine,
+    import: { ...options.import, progress: Progress.forStderr(true) },
+  }).run();
+  if (result.mode === 'import' && !result.dryRun && (result.ingest !== null || result.replaceRange !== null)) {
+    result.space = await settleLiveSpace(ctx, result);
+  }
+  return result;
+}
+
+async function settleLiveSpace(ctx: RequestContext, result: DbImportResult): Promise<SpaceSettleResult> {
+  const replaced =
+    result.replaceRange === null
+      ? null
+      : { start: Buffer.from(result.replaceRange.startHex, 'hex'), end: Buffer.from(result.replaceRange.endHex, 'hex') };
+  try {
+    // The level targets' compactions are the background's: a live engine may always have one due.
+    return await settleSpace(ctx.engine, { ...spacePolicyOf(undefined, undefined), replaced, skipDue: true });
+  } catch (e) {
+    return spaceSettleFailure(e);
+  }
 }
 
 export async function postImport(ctx: RequestContext): Promise<void> {

@@ -37,7 +37,7 @@ export async function getKey(ctx: RequestContext): Promise<void> {
 export async function putKey(ctx: RequestContext): Promise<void> {
   const key = pathKey(ctx);
   // readBody refuses a value over the limit (413) before or while it arrives.
-  const value = await readBody(ctx.req, ctx.limits.maxValueBytes, `PUT of key 0x${key.toString('hex')}`);
+  const value = await readBody(ctx.req, ctx.limits.maxValueBytes, `PUT of key 0x${key.toString('hex')}`, ctx.memory);
   const sequence = await ctx.engine.put(key, value, { sync: ctx.syncWrites });
   await acknowledgeable(ctx);
   replyNoContent(ctx, sequence);

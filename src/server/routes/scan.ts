@@ -13,6 +13,7 @@
 import { compareUserKeys } from '../../base/keyCompare';
 import { DbIterator } from '../../engine/dbIterator';
 import { RequestContext, queryFlag } from '../requestContext';
+import { SCAN_RESERVE_BYTES } from '../memoryBudget';
 import { badRequest } from '../httpErrors';
 import { jsonBytesField, keyOf } from '../urlBytes';
 
@@ -65,6 +66,7 @@ function writable(ctx: RequestContext): Promise<void> {
 
 export async function getScan(ctx: RequestContext): Promise<void> {
   const r = scanRequestOf(ctx);
+  await ctx.memory.reserve(SCAN_RESERVE_BYTES, 'scan');
   const it = ctx.engine.newIterator({ lowerBound: r.from, upperBound: r.to });
   try {
     position(it, r);

@@ -15,13 +15,21 @@
  * Every file is verified in full (every block's checksum, key order, properties; on a worker
  * thread at the lowest priority when large) before anything else: a file that fails is a 422
  * CORRUPTION (or NOT_SUPPORTED, INVALID_ARGUMENT: not an external SST) naming the file and the
- * block offset, and nothing is ingested. The ingestion then skips a second verification: the
- * files sit in the request's private directory, which nothing else writes.
+ * block offset, and nothing is ingested. The same pass measures the largest key and value: a
+ * file holding a key over ServerLimits.maxKeyBytes or a value over maxValueBytes (the limits of
+ * PUT /v1/kv and POST /v1/batch) is a 413 TOO_LARGE naming the upload and the size, nothing
+ * ingested. The ingestion then skips a second verification: the files sit in the request's
+ * private directory, which nothing else writes. No error names that directory (or the database's):
+ * files are named as uploaded, whether the verification or the run (a conflict check that takes
+ * put-only SSTs: 422 NOT_SUPPORTED for a file with deletions) refused them.
  *
  * The answer is the document of POST /v1/imports, with "import" replaced by "uploads": [{"name",
  * "sizeBytes", "entries", "smallestHex", "largestHex"}] (a client that sorted the rows itself has
  * the import summary already).
  */
+import { VALUE_ENCODING_HEADER } from '../valueEncodingHeader';
+import { parseValueEncodingText } from '../../ingest/valueEncodingFile';
+import { ValueEncoding } from '../../ingest/rows/valueEncoding';
 import * as fs from 'fs';
 import { Readable } from 'stream';
 import * as path from 'path';
@@ -36,7 +44,8 @@ import { dbImportOptionsOf } from '../../ingest/options/importSettings';
 import { showKey } from '../../conflict/report';
 import { IngestError } from '../../util/errors';
 import { RequestContext } from '../requestContext';
-import { HttpError, badRequest, tooLarge } from '../httpErrors';
+import { HttpError, badRequest, statusOfCode, tooLarge } from '../httpErrors';
+import { ServerLimits } from '../limits';
 import { importRequestOf } from '../importQuery';
 import { spoolBody } from '../requestBody';
 import { makeRequestScratchDir, replyImportResult, runServerImport } from './imports';
@@ -173,6 +182,38 @@ async function verifyUploads(ssts: readonly Upload[], dir: string): Promise<Exte
   }
 }
 
+/** 413 for an upload holding a key or value over the server's limits (verifyUploads measured them). */
+function checkEntrySizes(infos: readonly ExternalFileInfo[], limits: ServerLimits): void {
+  for (const info of infos) {
+    const name = path.basename(info.path);
+    const keyBytes = info.largestKeyBytes ?? 0;
+    const valueBytes = info.largestValueBytes ?? 0;
+    if (keyBytes > limits.maxKeyBytes)
+      throw tooLarge(`upload ${name} holds a key of ${keyBytes} bytes, over the limit of ${limits.maxKeyBytes}; nothing ingested`);
+    if (valueBytes > limits.maxValueBytes)
+      throw tooLarge(`upload ${name} holds a value of ${valueBytes} bytes, over the limit of ${limits.maxValueBytes}; nothing ingested`);
+  }
+}
+
+/**
+ * `err` without the request's scratch directory in its message (an upload's file is named as
+ * uploaded, as verifyUploads names it), with the status its code has; other errors as they are.
+ */
+function withoutScratchPath(err: unknown, scratchDir: string): unknown {
+  if (!(err instanceof IngestError) || !err.message.includes(scratchDir)) return err;
+  const message = err.message.split(`${scratchDir}${path.sep}`).join('').split(scratchDir).join('the upload');
+  if (err instanceof HttpError) return new HttpError(err.status, err.code, message, err.headers);
+  return new HttpError(statusOfCode(err.code) ?? 500, err.code, message);
+}
+
+/** The encoding the upload's client wrote its values in (valueEncodingHeader.ts), or undefined. */
+function uploadedValueEncoding(ctx: RequestContext): ValueEncoding | undefined {
+  const header = ctx.req.headers[VALUE_ENCODING_HEADER];
+  if (header === undefined) return undefined;
+  if (Array.isArray(header)) throw new HttpError(400, 'BAD_INPUT', `the upload names its value encoding twice (${VALUE_ENCODING_HEADER})`);
+  return parseValueEncodingText(header, `the upload's ${VALUE_ENCODING_HEADER} header`);
+}
+
 /** The import summary the pipeline expects, for files a client (or RocksDB) sorted. */
 function uploadSummaryOf(infos: ExternalFileInfo[], dir: string): ImportSummary {
   const files = [...infos].sort((a, b) => compareUserKeys(a.range.smallest, b.range.smallest));
@@ -218,7 +259,10 @@ export async function postSstUpload(ctx: RequestContext): Promise<void> {
     const scratch = makeRequestScratchDir(ctx.engine.dir);
     try {
       const ssts = sstsOf(await receiveUploads(ctx, scratch.dir));
-      const summary = uploadSummaryOf(await verifyUploads(ssts, scratch.dir), scratch.dir);
+      const infos = await verifyUploads(ssts, scratch.dir);
+      checkEntrySizes(infos, ctx.limits);
+      const summary = uploadSummaryOf(infos, scratch.dir);
+      summary.valueEncoding = uploadedValueEncoding(ctx);
       const options = dbImportOptionsOf([], { ...request.options, db: ctx.engine.dir }, request.mode);
       const result = await runServerImport(ctx, {
         ...options,
@@ -226,6 +270,8 @@ export async function postSstUpload(ctx: RequestContext): Promise<void> {
         // Verified just above, in a directory nothing else writes.
         verifyChecksums: false,
         import: { ...options.import, tmpDir: scratch.dir },
+      }).catch((err: unknown) => {
+        throw withoutScratchPath(err, scratch.dir);
       });
       const uploads = summary.outputFiles.map((f) => ({
         name: path.basename(f.path),

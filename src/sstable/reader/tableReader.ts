@@ -64,7 +64,7 @@ import { FilterReader } from './filterReader';
 import { PartitionedFilter, PartitionedIndexIterator } from './partitionedIndex';
 import { IndexIterator, TableBlockSource, TableIterator, TableIteratorOptions } from './tableIterator';
 import { FragmentedTombstoneList, fragmentTombstones } from '../../base/fragmenter';
-import { IndexPartitionLoader, verifyTable } from './verify';
+import { IndexPartitionLoader, TableEntrySizes, verifyTable } from './verify';
 
 // Moved with block fetching; re-exported so that importers of the reader keep one place to look.
 export { MAX_BLOCK_BYTES } from './blockFetcher';
@@ -353,12 +353,13 @@ export class TableReader implements TableBlockSource {
    * checksum, key order inside and across data blocks, restart entries, index separators and
    * handles, the filter against every key, and the properties against the contents. Throws a
    * CorruptionError describing the first problem found (see src/sstable/reader/verify.ts).
+   * Returns the sizes of the largest user key and value it read.
    */
-  verify(): void {
+  verify(): TableEntrySizes {
     this.checkOpen();
     // The view verify.ts works on: this reader's metadata and its own readers (verify is rare,
     // so the closures cost nothing that matters).
-    verifyTable({
+    return verifyTable({
       path: this.path,
       footer: this.footer,
       properties: this.properties,

@@ -17,7 +17,9 @@
  * 5. the properties against what was read (only those the file records): entry, data block,
  *    deletion, merge and range-deletion counts, raw key and value bytes, data and index sizes.
  * It never changes the reader's state, except perf counters (block reads, key comparisons,
- * Bloom checks).
+ * Bloom checks). It returns the sizes of the largest user key (range tombstone bounds included)
+ * and the largest value it read, so a caller with limits on them (the server's SST uploads)
+ * needs no second pass over the file.
  */
 import { perf } from '../../base/perfContext';
 import { compareByteRanges, compareInternalKeyRanges } from '../../base/keyCompare';
@@ -58,8 +60,14 @@ export interface VerifiableTable {
   keyMayMatch(userKey: Uint8Array): boolean;
 }
 
+/** The largest user key (point keys and range tombstone bounds) and value of a verified table. */
+export interface TableEntrySizes {
+  largestKeyBytes: number;
+  largestValueBytes: number;
+}
+
 /** What the data blocks and range tombstones hold, to be checked against the properties. */
-interface ContentTally {
+interface ContentTally extends TableEntrySizes {
   numDataBlocks: number;
   numEntries: number;
   numDeletions: number;
@@ -75,7 +83,7 @@ interface ContentTally {
 const DELETION_WITH_TIMESTAMP = 0x14;
 
 /** Checks the whole table (see the module comment); throws the first problem found. */
-export function verifyTable(table: VerifiableTable): void {
+export function verifyTable(table: VerifiableTable): TableEntrySizes {
   verifyMetaBlocks(table);
   const { indexBlock, indexBytes } = verifyIndex(table);
   const tally: ContentTally = {
@@ -87,16 +95,20 @@ export function verifyTable(table: VerifiableTable): void {
     rawKeyBytes: 0,
     rawValueBytes: 0,
     dataEndBytes: 0,
+    largestKeyBytes: 0,
+    largestValueBytes: 0,
   };
   verifyDataBlocks(table, indexBlock, tally);
   for (const t of table.tombstones) {
     tally.numRangeDeletions++;
     tally.rawKeyBytes += t.start.length + TRAILER_BYTES;
     tally.rawValueBytes += t.end.length;
+    tally.largestKeyBytes = Math.max(tally.largestKeyBytes, t.start.length, t.end.length);
   }
   tally.numEntries += tally.numRangeDeletions;
   tally.numDeletions += tally.numRangeDeletions;
   verifyProperties(table, tally, indexBytes);
+  return { largestKeyBytes: tally.largestKeyBytes, largestValueBytes: tally.largestValueBytes };
 }
 
 function fail(table: VerifiableTable, offset: number, reason: string): never {
@@ -241,8 +253,11 @@ function verifyDataBlockEntries(
     if (!table.keyMayMatch(key.subarray(0, key.length - TRAILER_BYTES)))
       fail(table, blockOffset, 'the filter rejects a key stored in the table');
     tally.numEntries++;
+    const valueBytes = data.value().length;
     tally.rawKeyBytes += key.length;
-    tally.rawValueBytes += data.value().length;
+    tally.rawValueBytes += valueBytes;
+    if (key.length - TRAILER_BYTES > tally.largestKeyBytes) tally.largestKeyBytes = key.length - TRAILER_BYTES;
+    if (valueBytes > tally.largestValueBytes) tally.largestValueBytes = valueBytes;
     previousKey.set(key);
   }
   if (!firstInBlock && compareWithSeparator(table, previousKey.view(), separator) > 0) {

@@ -1,12 +1,13 @@
 /**
  * Row encoding (src/ingest/rows/rowEncoder.ts), on records as the CSV tokenizer hands them over:
- * the key bytes of each documented key encoding, the `raw` and `json` value formats of
+ * the key bytes of each documented key encoding, the `csv`, `raw` and `json` value formats of
  * docs/import.md ("Values"), the value columns `--value` selects, the errors of a record the
  * encoder refuses, and that an encoding never writes past the bound its caller reserved.
  */
 import { CsvTokenizer, RecordSink } from '../../../src/ingest/csv/csvTokenizer';
 import { KeySpec, parseKeySpecText } from '../../../src/ingest/rows/keySpec';
 import { RowEncoder, ValueFormat, resolveValueColumns } from '../../../src/ingest/rows/rowEncoder';
+import { ValueSyntax } from '../../../src/ingest/rows/valueEncoding';
 import { IngestError } from '../../../src/util/errors';
 import { mulberry32 } from '../../../src/util/random';
 
@@ -52,6 +53,7 @@ interface EncoderSetup {
   fieldCount: number;
   value?: string;
   format?: ValueFormat;
+  valueSyntax?: ValueSyntax;
 }
 
 function encoderFor(setup: EncoderSetup): RowEncoder {
@@ -63,6 +65,7 @@ function encoderFor(setup: EncoderSetup): RowEncoder {
     valueFields: resolveValueColumns(setup.value, setup.columns, setup.fieldCount, keySpec.fieldIndexes),
     valueFormat: setup.format ?? 'raw',
     delimiter: ',',
+    valueSyntax: setup.valueSyntax,
   });
 }
 
@@ -128,6 +131,40 @@ describe('values', () => {
     const enc = encoderFor({ key: 'id', columns, fieldCount: 4, value: 'note,2' });
     const { value } = encodeLine(enc, '7,widget,9.99,"on sale, today"');
     expect(value.toString()).toBe('on sale, today,widget');
+  });
+
+  test('csv: byte-identical to raw on rows whose value fields need no quoting', () => {
+    const raw = encoderFor({ key: '1', columns: null, fieldCount: 5 });
+    const csv = encoderFor({ key: '1', columns: null, fieldCount: 5, format: 'csv' });
+    for (const line of ['k,one,two,three,4', 'k,"quoted",,"a;b",x', 'k,ünï,"",tab\there,"a b"']) {
+      expect(encodeLine(csv, line).value).toEqual(encodeLine(raw, line).value);
+    }
+  });
+
+  test('csv: a field holding the delimiter, the quote, CR or LF is quoted, its quotes doubled; the others copied', () => {
+    const enc = encoderFor({ key: '1', columns: null, fieldCount: 4, format: 'csv' });
+    expect(encodeLine(enc, 'k,"Kim, A",open,v1').value.toString()).toBe('"Kim, A",open,v1');
+    expect(encodeLine(enc, 'k,"say ""hi""",,last').value.toString()).toBe('"say ""hi""",,last');
+    expect(encodeLine(enc, 'k,"two\nlines","cr\rin",a\rb').value.toString()).toBe('"two\nlines","cr\rin","a\rb"');
+    expect(encodeLine(enc, 'k,"""",x,""').value.toString()).toBe('"""",x,');
+  });
+
+  test("csv: the database's delimiter and quote when they are not the input's", () => {
+    // Values joined by ; and quoted with ': the input's " is plain data there.
+    const enc = encoderFor({ key: '1', columns: null, fieldCount: 4, format: 'csv', valueSyntax: { delimiter: ';', quote: "'" } });
+    expect(encodeLine(enc, 'k,a,b,c').value.toString()).toBe('a;b;c');
+    expect(encodeLine(enc, `k,"x;y","say ""hi""",it's`).value.toString()).toBe(`'x;y';say "hi";'it''s'`);
+  });
+
+  test('csv: a delimiter of 2+ bytes also quotes a field that a delimiter would start in and the next one finish', () => {
+    const bars = encoderFor({ key: '1', columns: null, fieldCount: 4, format: 'csv', valueSyntax: { delimiter: '||', quote: '"' } });
+    // "a|" then "||" reads "a|||b": the first "||" is inside, so "a|" is quoted; "|b" is not.
+    expect(encodeLine(bars, 'k,a|,|b,c').value.toString()).toBe('"a|"|||b||c');
+    expect(encodeLine(bars, 'k,a||b,x,y').value.toString()).toBe('"a||b"||x||y');
+    const ab = encoderFor({ key: '1', columns: null, fieldCount: 3, format: 'csv', valueSyntax: { delimiter: 'ab', quote: '"' } });
+    // "xa" then "ab" is "xaab": the first "ab" is where the field ends, so no quotes.
+    expect(encodeLine(ab, 'k,xa,b').value.toString()).toBe('xaabb');
+    expect(encodeLine(ab, 'k,xab,b').value.toString()).toBe('"xab"abb');
   });
 
   test('json: every value field a JSON string named by its column, escapes included, UTF-8 kept', () => {

@@ -1,0 +1,92 @@
+/**
+ * `ingest import FILES... --db DIR --cluster redis://HOST:PORT --shared-dir SHARED [--task-size SIZE]
+ * [--reduce-tasks R]`: the import built by `ingest worker` processes (src/ingest/distributed/
+ * coordinator.ts), then landed here as ONE checked ingestion of all its SSTs (the pipeline of
+ * `import --db` with prebuilt files: one conflict check at one snapshot, one policy, one manifest
+ * edit), with the same summary, report, exit codes and space policy. docs/distributed.md.
+ *
+ * Running the same command again after a kill resumes the import: the finished tasks are in
+ * Redis, their files in SHARED. Its files there and its jobs go once it has landed, or has failed
+ * on its input (exit 2) or its conflicts (exit 3).
+ */
+import { DbImport, conflictFailure } from '../../src/ingest/importIntoDb';
+import { Progress } from '../../src/ingest/progress';
+import { dbImportJson } from '../../src/ingest/importJson';
+import { IngestError } from '../../src/util/errors';
+import { normalizeDialect } from '../../src/ingest/csv/csvDialect';
+import { settleValueEncoding } from '../../src/ingest/valueEncodingFile';
+import { spacePolicyOf } from '../../src/ingest/spacePolicy';
+import type { DistributedImport } from '../../src/ingest/distributed/coordinator';
+import { ClusterCliOptions, DbImportCliOptions, dbImportOptionsOf, parseByteSize } from './importOptions';
+import { printImportResult } from './importOutput';
+import { withFinalEvent } from './progressEvents';
+import { runInterruptible } from './interrupt';
+
+/** Errors after which the import's tasks are worth keeping for a rerun of the same command. */
+const KEEPS_TASKS: ReadonlySet<string> = new Set(['INTERRUPTED', 'IO', 'NO_SPACE', 'INTERNAL', 'DB_LOCKED']);
+
+export async function runClusterImport(
+  inputs: string[],
+  o: DbImportCliOptions & ClusterCliOptions,
+  mode: 'plan' | 'import',
+): Promise<void> {
+  if (o.sharedDir === undefined) throw new IngestError('USAGE', '--cluster needs --shared-dir DIR (a directory every worker sees)');
+  const { options, codec } = dbImportOptionsOf(inputs, o, mode);
+  const settled = settleValueEncoding(o.db, options.import.valueFormat, normalizeDialect(options.import.dialect ?? {}));
+  const importOptions = { ...options.import, valueFormat: settled.format, valueSyntax: settled.syntax, writeRowOrigins: true };
+  const progress = Progress.forOption(o.progress, o.quiet === true);
+  const { runDistributedImport } = await import('../../src/ingest/distributed/coordinator');
+  await withFinalEvent(progress, async () => {
+    const distributed = await runInterruptible(
+      {
+        run: () =>
+          runDistributedImport({
+            clusterUrl: o.cluster as string,
+            sharedDir: o.sharedDir as string,
+            import: importOptions,
+            taskBytes: o.taskSize === undefined ? undefined : parseByteSize(o.taskSize, '--task-size'),
+            reduceTasks: o.reduceTasks === undefined ? undefined : reduceTasksOf(o.reduceTasks),
+          }),
+        cleanupSync: () => undefined,
+      },
+      'the distributed import stays in the cluster: run the same command again to resume it',
+    );
+    return landed(distributed, o, mode, { ...options, import: { ...importOptions, progress } }, codec);
+  });
+}
+
+function reduceTasksOf(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 4096) throw new IngestError('USAGE', `--reduce-tasks must be an integer 1..4096, got "${text}"`);
+  return n;
+}
+
+/** The checked ingestion of the distributed import's SSTs; its files go afterwards unless a rerun could use them. */
+async function landed(
+  distributed: DistributedImport,
+  o: DbImportCliOptions,
+  mode: 'plan' | 'import',
+  options: ReturnType<typeof dbImportOptionsOf>['options'],
+  codec: ReturnType<typeof dbImportOptionsOf>['codec'],
+): Promise<{ doc: unknown; failure: IngestError | null }> {
+  let keep = false;
+  try {
+    const job = new DbImport({
+      ...options,
+      mode,
+      prebuilt: distributed.summary,
+      // Written and fsynced by the import's own workers, read whole by the check.
+      verifyChecksums: o.verifyChecksums ?? false,
+      space: spacePolicyOf(o.maxSpaceAmp, o.compactBudget),
+    });
+    const result = await runInterruptible(job, 'the distributed import stays in the cluster: run the same command again to land it');
+    result.distributed = { importId: distributed.importId, ...distributed.phases };
+    printImportResult(result, o, codec, false);
+    return { doc: dbImportJson(result), failure: conflictFailure(result) };
+  } catch (e) {
+    keep = e instanceof IngestError && KEEPS_TASKS.has(e.code);
+    throw e;
+  } finally {
+    if (!keep) await distributed.remove();
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * The distributed import (issue 38) against the single-process one, on a real redis-server and
+ * real `ingest worker` processes: 3 files with duplicates across them, bad rows, and a live
+ * database holding conflicting values. With 1 and 2 workers the conflict report (keys, files,
+ * lines), the summary's counts and the database contents are the single-process import's; a
+ * worker SIGKILLed mid-run has its job retried by another, a coordinator SIGKILLed mid-run is
+ * resumed by running the same command again, Redis restarted mid-run (appendonly) loses nothing
+ * finished; every run leaves the shared directory empty; bad input fails at once with exit 2.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ChildProcess, spawn } from 'child_process';
+import { runCli } from '../../support/cli';
+import { runCliChild } from '../../support/cliChild';
+import { REPO_ROOT } from '../../support/paths';
+import { RedisServer, redisServerAvailable, removeRedisServer, startRedisServer } from '../../support/redisServer';
+import { mulberry32 } from '../../../src/util/random';
+
+const describeIfRedis = redisServerAvailable() ? describe : describe.skip;
+jest.setTimeout(180_000);
+
+const FILES = 3;
+const ROWS_PER_FILE = 40_000;
+const LOCK_MS = 1500;
+
+let root: string;
+let redis: RedisServer;
+let shared: string;
+let inputs: string[];
+let baseDb: string;
+const workers: ChildProcess[] = [];
+
+function writeInputs(): string[] {
+  const rand = mulberry32(38);
+  return Array.from({ length: FILES }, (_, f) => {
+    const lines = ['id,name,city'];
+    for (let i = 0; i < ROWS_PER_FILE; i++) {
+      const id = Math.floor(rand() * 90_000);
+      lines.push(i % 9973 === 17 ? `not-a-number-${f}-${i},x,y` : `${id},name-${id}-${f}-${i},"City, ${i % 97}"`);
+    }
+    const p = path.join(root, `part-${f}.csv`);
+    fs.writeFileSync(p, `${lines.join('\n')}\n`);
+    return p;
+  });
+}
+
+async function startWorker(): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    ['-r', path.join(REPO_ROOT, 'test/support/swc-register.js'), path.join(REPO_ROOT, 'cli/ingest.ts'), 'worker'].concat([
+      '--cluster',
+      redis.url,
+      '--shared-dir',
+      shared,
+      '--lock-duration',
+      String(LOCK_MS),
+    ]),
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  workers.push(child);
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited ${code} before it was ready`)));
+  });
+  return child;
+}
+
+async function stopWorkers(): Promise<void> {
+  for (const w of workers.splice(0)) {
+    if (w.exitCode !== null || w.signalCode !== null) continue;
+    const exited = new Promise((r) => w.once('exit', r));
+    w.kill('SIGTERM');
+    await exited;
+  }
+}
+
+function importArgs(db: string, policy: string, cluster: boolean, report?: string): string[] {
+  const args = ['import', ...inputs, '--db', db, '--header', '--key', 'id:int64', '--on-duplicate', 'last', '--max-bad-rows', '20'];
+  args.push('--on-conflict', policy, '--json', '--quiet');
+  if (report !== undefined) args.push('--report', report);
+  if (cluster) args.push('--cluster', redis.url, '--shared-dir', shared, '--task-size', '256KiB', '--reduce-tasks', '3');
+  return args;
+}
+
+function copyDb(name: string): string {
+  const dir = path.join(root, name);
+  fs.cpSync(baseDb, dir, { recursive: true });
+  return dir;
+}
+
+async function scanOf(db: string): Promise<string> {
+  const r = await runCli('scan', '--db', db, '--key', 'id:int64');
+  expect(r.code).toBe(0);
+  return r.stdout;
+}
+
+interface RunView {
+  code: number;
+  counts: unknown;
+  conflicts: unknown;
+}
+
+/** What must be the same between a single-process and a distributed run. */
+function viewOf(code: number, stdout: string, report: string | null): RunView {
+  const doc = JSON.parse(stdout) as { import: Record<string, unknown>; check: Record<string, unknown> };
+  const i = doc.import;
+  const conflicts =
+    report === null
+      ? null
+      : (JSON.parse(fs.readFileSync(report, 'utf8')) as { conflicts: Array<Record<string, unknown>> }).conflicts.map((c) => ({
+          key: c.key,
+          source: c.source,
+          existing: c.existingValue,
+          fresh: c.newValue,
+        }));
+  const counts = {
+    rowsRead: i.rowsRead,
+    rowsWritten: i.rowsWritten,
+    badRows: i.badRows,
+    duplicates: i.duplicates,
+    check: { sstKeys: doc.check.sstKeys, new: doc.check.new, unchanged: doc.check.unchanged, conflicts: doc.check.conflicts },
+  };
+  return { code, counts, conflicts };
+}
+
+let single: { abort: RunView; overwrite: RunView; scan: string };
+
+describeIfRedis('distributed import on BullMQ', () => {
+  beforeAll(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'distributed-import-'));
+    shared = path.join(root, 'shared');
+    fs.mkdirSync(shared);
+    redis = await startRedisServer();
+    inputs = writeInputs();
+    // The live database: values that conflict with some of the import's keys.
+    const live = path.join(root, 'live.csv');
+    fs.writeFileSync(live, `id,name,city\n${Array.from({ length: 60 }, (_, k) => `${k * 1499},live-${k},Oslo`).join('\n')}\n`);
+    baseDb = path.join(root, 'base-db');
+    expect((await runCli('import', live, '--db', baseDb, '--header', '--key', 'id:int64', '--quiet')).code).toBe(0);
+    const db = copyDb('single');
+    const abortReport = path.join(root, 'single-abort.json');
+    const abort = await runCli(...importArgs(db, 'abort', false, abortReport));
+    const overwrite = await runCli(...importArgs(db, 'overwrite', false));
+    single = {
+      abort: viewOf(abort.code, abort.stdout, abortReport),
+      overwrite: viewOf(overwrite.code, overwrite.stdout, null),
+      scan: await scanOf(db),
+    };
+    expect(single.abort.code).toBe(3);
+    expect(single.overwrite.code).toBe(0);
+  });
+  afterAll(async () => {
+    await stopWorkers();
+    if (redis !== undefined) await removeRedisServer(redis);
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    await stopWorkers();
+    expect(fs.readdirSync(shared)).toEqual([]);
+  });
+
+  test.each([1, 2])('with %i worker(s): the same report, counts and database as the single-process import', async (n) => {
+    for (let i = 0; i < n; i++) await startWorker();
+    const db = copyDb(`distributed-${n}`);
+    const report = path.join(root, `distributed-${n}-abort.json`);
+    const abort = await runCli(...importArgs(db, 'abort', true, report));
+    expect(abort.stderr).toMatch(/conflict/);
+    expect(viewOf(abort.code, abort.stdout, report)).toEqual(single.abort);
+    const overwrite = await runCli(...importArgs(db, 'overwrite', true));
+    expect(overwrite.stderr).toBe('');
+    expect(viewOf(overwrite.code, overwrite.stdout, null)).toEqual(single.overwrite);
+    const doc = JSON.parse(overwrite.stdout) as { distributed: { mapTasks: number; reduceTasks: number } };
+    expect(doc.distributed.mapTasks).toBeGreaterThan(n);
+    expect(doc.distributed.reduceTasks).toBe(3);
+    expect(await scanOf(db)).toBe(single.scan);
+  });
+
+  test('a worker SIGKILLed mid-run: its job is retried by another; a coordinator SIGKILLed: the same command resumes it', async () => {
+    await startWorker();
+    const victim = await startWorker();
+    const db = copyDb('chaos');
+    // The coordinator is killed while the tasks run; a worker too.
+    const killed = runCliChild(importArgs(db, 'overwrite', true), {}, 1500);
+    setTimeout(() => victim.kill('SIGKILL'), 700);
+    expect((await killed).signal).toBe('SIGKILL');
+    await startWorker();
+    const resumed = await runCli(...importArgs(db, 'overwrite', true));
+    expect(resumed.stderr).toBe('');
+    expect(viewOf(resumed.code, resumed.stdout, null)).toEqual(single.overwrite);
+    expect(await scanOf(db)).toBe(single.scan);
+  });
+
+  test('Redis restarted mid-run (appendonly yes): the import goes on and lands whole', async () => {
+    await startWorker();
+    await startWorker();
+    const db = copyDb('redis-restart');
+    const run = runCli(...importArgs(db, 'overwrite', true));
+    await new Promise((r) => setTimeout(r, 600));
+    await redis.restart();
+    const result = await run;
+    expect(result.stderr).toBe('');
+    expect(viewOf(result.code, result.stdout, null)).toEqual(single.overwrite);
+    expect(await scanOf(db)).toBe(single.scan);
+  });
+
+  test('bad input fails at once with exit 2 naming the file and line, and leaves nothing in the shared directory', async () => {
+    await startWorker();
+    const db = copyDb('bad');
+    const args = importArgs(db, 'overwrite', true).map((a) => (a === '20' ? '0' : a));
+    const r = await runCli(...args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/part-\d\.csv line \d+/);
+  });
+});
