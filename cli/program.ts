@@ -32,7 +32,7 @@ import { registerIngestSstCommands } from './commands/ingestSst';
 import { registerCheckCommand } from './commands/check';
 import { registerPendingCommand } from './commands/pending';
 import { registerServeCommand } from './commands/serve';
-import { registerWorkerCommand } from './commands/worker';
+import { registerJobsCommand, registerWorkerCommand } from './commands/worker';
 
 /**
  * The error's message, and for a database a running server holds (its SERVER record names the
@@ -69,6 +69,7 @@ export function buildProgram(request: OutputRequest = { json: false, progressJso
   registerServeCommand(program);
   registerPendingCommand(program);
   registerWorkerCommand(program);
+  registerJobsCommand(program);
   return program;
 }
 

@@ -56,3 +56,37 @@ export function registerWorkerCommand(program: Command): void {
     )
     .action((o: WorkerCliOptions) => workerCommand(o));
 }
+
+interface JobsCliOptions {
+  cluster: string;
+  json?: boolean;
+}
+
+/** `ingest jobs --cluster URL [--json]`: the cluster's distributed imports, phase by phase. */
+async function jobsCommand(o: JobsCliOptions): Promise<void> {
+  const { listDistributedImports } = await import('../../src/ingest/distributed/clusterJobs');
+  const imports = await listDistributedImports(o.cluster);
+  if (o.json === true) {
+    process.stdout.write(`${JSON.stringify({ imports })}\n`);
+    return;
+  }
+  if (imports.length === 0) process.stdout.write('no distributed imports in the cluster\n');
+  for (const i of imports) {
+    process.stdout.write(`import ${i.importId}\n`);
+    for (const p of i.phases) {
+      const failed = p.failedTasks.map((f) => `task ${f.task}: ${f.reason}`).join('; ');
+      process.stdout.write(
+        `  ${p.phase}: ${p.state}, ${p.done}/${p.tasks} tasks done, ${p.failedAttempts} failed attempt(s)${failed === '' ? '' : `; failed: ${failed}`}\n`,
+      );
+    }
+  }
+}
+
+export function registerJobsCommand(program: Command): void {
+  program
+    .command('jobs')
+    .description("list a cluster's distributed imports with per-phase progress and failed attempts (docs/distributed.md)")
+    .requiredOption('--cluster <url>', 'the Redis of the cluster, redis://host:port')
+    .option('--json', 'print {"imports": [{"importId", "phases": [{"phase", "state", "tasks", "done", "failedAttempts", "failedTasks"}]}]}')
+    .action((o: JobsCliOptions) => jobsCommand(o));
+}

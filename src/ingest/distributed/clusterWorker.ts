@@ -1,6 +1,7 @@
 /**
  * `ingest worker`: takes the distributed import's map and reduce jobs from the cluster's queue
- * (clusterQueue.ts) and runs each on a worker thread (taskThread.ts), `concurrency` at a time.
+ * (clusterQueue.ts) and runs each on one of `concurrency` task threads (taskThread.ts), which
+ * the worker keeps from job to job.
  *
  * Contract:
  * - a job's outputs go to a directory of its own attempt, <shared>/<import>/<kind>-<i>/a<n>-<random>,
@@ -15,11 +16,12 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
-import { Job, UnrecoverableError, Worker } from 'bullmq';
-import { IngestError } from '../../util/errors';
+import { Worker } from 'worker_threads';
+import { Job, UnrecoverableError, Worker as BullWorker } from 'bullmq';
+import { IngestError, assert } from '../../util/errors';
 import { startModuleWorker } from '../../util/workerBootstrap';
-import { QUEUE_NAME, TaskJobData, TaskKind, connectionOf, jobErrorOf } from './clusterQueue';
-import type { TaskThreadReply } from './taskThread';
+import { QUEUE_NAME, TaskJobData, connectionOf, jobErrorOf } from './clusterQueue';
+import type { TaskThreadData, TaskThreadReply } from './taskThread';
 
 export interface ClusterWorkerOptions {
   clusterUrl: string;
@@ -42,7 +44,8 @@ export async function startClusterWorker(o: ClusterWorkerOptions): Promise<Clust
   if (!fs.existsSync(sharedDir)) throw new IngestError('USAGE', `--shared-dir ${o.sharedDir} does not exist`);
   const counts = { completed: 0, failed: 0 };
   const lockDuration = o.lockDurationMs ?? 30_000;
-  const worker = new Worker(QUEUE_NAME, (job: Job) => processJob(job, sharedDir), {
+  const pool = new TaskThreadPool(o.concurrency ?? 1);
+  const worker = new BullWorker(QUEUE_NAME, (job: Job) => processJob(job, sharedDir, pool), {
     connection: connectionOf(o.clusterUrl),
     concurrency: o.concurrency ?? 1,
     lockDuration,
@@ -56,7 +59,13 @@ export async function startClusterWorker(o: ClusterWorkerOptions): Promise<Clust
   });
   worker.on('error', quietly(o.log));
   await worker.waitUntilReady();
-  return { counts, close: () => worker.close() };
+  return {
+    counts,
+    close: async () => {
+      await worker.close();
+      await pool.close();
+    },
+  };
 }
 
 /** Logs a worker's errors, the same one at most every ERROR_LOG_INTERVAL_MS (BullMQ repeats a lost connection's error as it retries). */
@@ -74,7 +83,7 @@ function quietly(log: ((line: string) => void) | undefined): (err: Error) => voi
 
 const ERROR_LOG_INTERVAL_MS = 10_000;
 
-async function processJob(job: Job, sharedDir: string): Promise<string> {
+async function processJob(job: Job, sharedDir: string, pool: TaskThreadPool): Promise<string> {
   // A phase's barrier has nothing to do: its children's results are its value.
   if (job.name !== 'map' && job.name !== 'reduce') return '';
   const data = job.data as TaskJobData;
@@ -86,7 +95,7 @@ async function processJob(job: Job, sharedDir: string): Promise<string> {
   const attemptDir = path.join(data.sharedDir, `import-${data.importId}`, `${job.name}-${data.index}`, attemptName(job));
   try {
     fs.mkdirSync(attemptDir, { recursive: true });
-    return await runInThread(job.name, data.wire, attemptDir);
+    return await pool.run({ kind: job.name, wire: data.wire, attemptDir });
   } catch (e) {
     throw jobErrorOf(e);
   }
@@ -97,18 +106,46 @@ function attemptName(job: Job): string {
   return `a${job.attemptsMade}-${randomBytes(4).toString('hex')}`;
 }
 
-function runInThread(kind: TaskKind, wire: string, attemptDir: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const thread = startModuleWorker(__filename, 'taskThread', { kind, wire, attemptDir });
-    let replied = false;
-    thread.once('message', (reply: TaskThreadReply) => {
-      replied = true;
-      if (reply.ok) resolve(reply.wire);
-      else reject(new IngestError(reply.code as IngestError['code'], reply.message));
+/**
+ * The worker's task threads: `size` of them, kept (with their sort buffers) from task to task; a
+ * task goes to an idle one (BullMQ's concurrency never runs more jobs than there are threads).
+ * A thread that dies is replaced by a fresh one for the next task.
+ */
+export class TaskThreadPool {
+  private readonly idle: Worker[] = [];
+  private readonly all = new Set<Worker>();
+
+  constructor(private readonly size: number) {}
+
+  run(data: TaskThreadData): Promise<string> {
+    const thread = this.idle.pop() ?? this.start();
+    return new Promise<string>((resolve, reject) => {
+      const onExit = (code: number): void => {
+        this.all.delete(thread);
+        reject(new Error(`task thread exited with code ${code} before replying`));
+      };
+      thread.once('exit', onExit);
+      thread.once('message', (reply: TaskThreadReply) => {
+        thread.off('exit', onExit);
+        this.idle.push(thread);
+        if (reply.ok) resolve(reply.wire);
+        else reject(new IngestError(reply.code as IngestError['code'], reply.message));
+      });
+      thread.postMessage(data);
     });
-    thread.once('error', reject);
-    thread.once('exit', (code) => {
-      if (!replied) reject(new Error(`task thread exited with code ${code} before replying`));
-    });
-  });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.all].map((t) => t.terminate()));
+    this.all.clear();
+    this.idle.length = 0;
+  }
+
+  private start(): Worker {
+    assert(this.all.size < this.size, `${this.all.size} task threads busy, the most is ${this.size}`);
+    const thread = startModuleWorker(__filename, 'taskThread', { taskThread: true });
+    thread.on('error', () => undefined); // reported as the exit that follows
+    this.all.add(thread);
+    return thread;
+  }
 }

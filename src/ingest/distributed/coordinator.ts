@@ -70,8 +70,10 @@ export interface DistributedImportOptions {
   taskBytes?: number;
   /** Key ranges, one reduce task each (default: one per taskBytes of input, at least 1). */
   reduceTasks?: number;
-  /** Told of each phase as it starts and of each task finished. */
+  /** Told of each phase as it starts. */
   onPhase?: (phase: 'map' | 'reduce' | 'publish', tasks: number) => void;
+  /** Told, while a phase runs (every POLL_MS), how many of its tasks are done and of its input bytes (map) or run bytes (reduce). */
+  onTasks?: (phase: TaskKind, done: number, total: number, bytesDone: number, bytesTotal: number) => void;
 }
 
 export interface DistributedImport {
@@ -84,6 +86,7 @@ export interface DistributedImport {
 }
 
 interface Cluster {
+  onTasks: DistributedImportOptions['onTasks'];
   /** Seconds the phase's tasks ran, summed over tasks (each on its worker's thread). */
   taskSeconds: Record<TaskKind, number>;
   queue: Queue;
@@ -103,6 +106,7 @@ export async function runDistributedImport(o: DistributedImportOptions): Promise
   const sharedDir = path.resolve(o.sharedDir);
   const connection = connectionOf(o.clusterUrl);
   const cluster: Cluster = {
+    onTasks: o.onTasks,
     taskSeconds: { map: 0, reduce: 0 },
     queue: new Queue(QUEUE_NAME, { connection }),
     flows: new FlowProducer({ connection }),
@@ -199,7 +203,12 @@ function planMergeWithin(plan: ImportPlan, outcome: Parameters<typeof planMerge>
       'USAGE',
       `the map tasks wrote ${outcome.runs.length} sorted runs, more than a reduce task may merge at once (${fanIn} with --memory-limit ${plan.memoryLimitBytes >> 20}MiB): raise --memory-limit or --task-size`,
     );
-  return planMerge(plan, outcome, reduceTasks, path.join(c.dir, 'unused'), c.importId.slice(0, 12));
+  // No punching: a reduce attempt that dies after freeing run bytes would leave its retry zeros
+  // to read; the runs go whole with the import's directory.
+  return planMerge(plan, outcome, reduceTasks, path.join(c.dir, 'unused'), c.importId.slice(0, 12)).map((t) => ({
+    ...t,
+    regions: t.regions.map((r) => ({ ...r, punchFrom: 0, punchTo: 0 })),
+  }));
 }
 
 /** A range whose guessed start was wrong, parsed again here from its true start (rare: a quoted line feed at a cut). */
@@ -226,7 +235,7 @@ async function runPhase<R>(c: Cluster, kind: TaskKind, tasks: ReadonlyArray<obje
   await c.flows.add({
     name: `${kind}s`,
     queueName: QUEUE_NAME,
-    data: { importId: c.importId },
+    data: { importId: c.importId, tasks: tasks.length },
     opts: { jobId: barrierId },
     children: tasks.map((t, i) => ({
       name: kind,
@@ -240,7 +249,7 @@ async function runPhase<R>(c: Cluster, kind: TaskKind, tasks: ReadonlyArray<obje
       },
     })),
   });
-  await untilFinished(c, barrierId, kind, tasks.length);
+  await untilFinished(c, barrierId, kind, tasks.map(taskBytesOf));
   const barrier = (await c.queue.getJob(barrierId)) as Job;
   const values = await barrier.getChildrenValues<string>();
   return tasks.map((_, i) => {
@@ -252,14 +261,33 @@ async function runPhase<R>(c: Cluster, kind: TaskKind, tasks: ReadonlyArray<obje
   });
 }
 
-/** Waits until the barrier completed; a failed one fails with its failed task's error. */
-async function untilFinished(c: Cluster, barrierId: string, kind: TaskKind, tasks: number): Promise<void> {
+/** The bytes a task works on: its byte range (map), or its key range's share of the runs (reduce). */
+function taskBytesOf(task: object): number {
+  if ('range' in task) {
+    const r = (task as ParseRangeTask).range;
+    return r.stopAtOffset - r.startOffset;
+  }
+  const m = task as MergeRangeTask;
+  return m.regions.reduce((n, region, i) => n + Math.max(0, (region.endOffset ?? m.runs[i].bytes) - m.startOffsets[i]), 0);
+}
+
+/** Waits until the barrier completed, telling onTasks how far it is; a failed one fails with its failed task's error. */
+async function untilFinished(c: Cluster, barrierId: string, kind: TaskKind, taskBytes: readonly number[]): Promise<void> {
+  const totalBytes = taskBytes.reduce((a, b) => a + b, 0);
   for (;;) {
     const job = await c.queue.getJob(barrierId);
     if (job === undefined) throw new IngestError('INTERNAL', `the ${kind} phase's job ${barrierId} is gone from the cluster`);
     const state = await job.getState();
-    if (state === 'completed') return;
-    if (state === 'failed') throw await failedTaskError(c, kind, tasks, job.failedReason);
+    if (state === 'completed') {
+      c.onTasks?.(kind, taskBytes.length, taskBytes.length, totalBytes, totalBytes);
+      return;
+    }
+    if (state === 'failed') throw await failedTaskError(c, kind, taskBytes.length, job.failedReason);
+    if (c.onTasks !== undefined) {
+      const { processed = 0 } = await job.getDependenciesCount({ processed: true });
+      // Tasks finish in any order; their bytes are about equal, so done bytes are told pro rata.
+      c.onTasks(kind, processed, taskBytes.length, Math.round((totalBytes * processed) / taskBytes.length), totalBytes);
+    }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }

@@ -45,7 +45,7 @@ function writeInputs(): string[] {
   });
 }
 
-async function startWorker(): Promise<ChildProcess> {
+async function startWorker(env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
     ['-r', path.join(REPO_ROOT, 'test/support/swc-register.js'), path.join(REPO_ROOT, 'cli/ingest.ts'), 'worker'].concat([
@@ -56,7 +56,7 @@ async function startWorker(): Promise<ChildProcess> {
       '--lock-duration',
       String(LOCK_MS),
     ]),
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
   );
   workers.push(child);
   await new Promise<void>((resolve, reject) => {
@@ -79,11 +79,11 @@ async function stopWorkers(): Promise<void> {
   }
 }
 
-function importArgs(db: string, policy: string, cluster: boolean, report?: string): string[] {
+function importArgs(db: string, policy: string, cluster: boolean, report?: string, taskSize = '256KiB'): string[] {
   const args = ['import', ...inputs, '--db', db, '--header', '--key', 'id:int64', '--on-duplicate', 'last', '--max-bad-rows', '20'];
   args.push('--on-conflict', policy, '--json', '--quiet');
   if (report !== undefined) args.push('--report', report);
-  if (cluster) args.push('--cluster', redis.url, '--shared-dir', shared, '--task-size', '256KiB', '--reduce-tasks', '3');
+  if (cluster) args.push('--cluster', redis.url, '--shared-dir', shared, '--task-size', taskSize, '--reduce-tasks', '3');
   return args;
 }
 
@@ -195,6 +195,55 @@ describeIfRedis('distributed import on BullMQ', () => {
     expect(await scanOf(db)).toBe(single.scan);
   });
 
+  test('a worker killed in a reduce task after writing an SST: the retry elsewhere reads whole runs and lands the same result', async () => {
+    // The first SST a worker finishes is in a reduce task (the map writes runs, not SSTs).
+    const doomed = await startWorker({ SST_INGEST_CRASH_AT: 'sst.finished:1' });
+    const db = copyDb('reduce-kill');
+    // Whole files as map tasks: runs of megabytes, read again whole by the retry.
+    const run = runCli(...importArgs(db, 'overwrite', true, undefined, '8MiB'));
+    await new Promise<void>((resolve) => doomed.once('exit', () => resolve()));
+    expect(doomed.signalCode).toBe('SIGKILL');
+    await startWorker();
+    const result = await run;
+    expect(result.stderr).toBe('');
+    expect(viewOf(result.code, result.stdout, null)).toEqual(single.overwrite);
+    expect(await scanOf(db)).toBe(single.scan);
+  });
+
+  test('ingest jobs lists an import waiting for workers, phase by phase; --progress json tells the phases as they run', async () => {
+    const db = copyDb('jobs');
+    const args = importArgs(db, 'overwrite', true).filter((x) => x !== '--quiet');
+    const run = runCli(...args, '--progress', 'json');
+    let listed: { imports: Array<{ importId: string; phases: Array<{ phase: string; state: string; tasks: number; done: number }> }> } = {
+      imports: [],
+    };
+    for (let i = 0; i < 100 && listed.imports.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const jobs = await runCli('jobs', '--cluster', redis.url, '--json');
+      expect(jobs.code).toBe(0);
+      listed = JSON.parse(jobs.stdout) as typeof listed;
+    }
+    expect(listed.imports).toHaveLength(1);
+    expect(listed.imports[0].phases).toEqual([
+      expect.objectContaining({ phase: 'map', state: 'waiting-children', done: 0, failedAttempts: 0, failedTasks: [] }),
+    ]);
+    expect(listed.imports[0].phases[0].tasks).toBeGreaterThan(2);
+    await startWorker();
+    const result = await run;
+    expect(result.code).toBe(0);
+    const phases = result.stderr
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { event: string; phase?: string })
+      .filter((e) => e.event === 'progress')
+      .map((e) => e.phase);
+    // The map phase waited for the worker (over a second): its events are there; a reduce
+    // shorter than a second may have none (one event a second at most).
+    expect(phases).toContain('map');
+    expect(phases.every((p) => p === 'map' || p === 'reduce' || p === 'check')).toBe(true);
+    expect(JSON.parse((await runCli('jobs', '--cluster', redis.url, '--json')).stdout)).toEqual({ imports: [] });
+  });
+
   test('Redis restarted mid-run (appendonly yes): the import goes on and lands whole', async () => {
     await startWorker();
     await startWorker();
@@ -216,4 +265,54 @@ describeIfRedis('distributed import on BullMQ', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/part-\d\.csv line \d+/);
   });
+
+  const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? 10);
+  test(`${ROUNDS} rounds of SIGKILLs (a worker in map or reduce by crash point, another and the coordinator at seeded times) and 3 Redis kills: every round ends with the uninterrupted result`, async () => {
+    const rand = mulberry32(3838);
+    const kills = { workers: 0, coordinators: 0, redisRestarts: 0 };
+    for (let round = 0; round < ROUNDS; round++) {
+      const db = copyDb(`chaos-round-${round}`);
+      // One worker dies at a point of its work: its first run spilled in a map task, or its first SST in a reduce.
+      const w1 = await startWorker({ SST_INGEST_CRASH_AT: round % 2 === 0 ? 'run.spilled:2' : 'sst.finished:1' });
+      const w2 = await startWorker();
+      const coordinator = runCliChild(importArgs(db, 'overwrite', true), {}, 300 + Math.floor(rand() * 900));
+      const w2Killed = killAfter(w2, 200 + Math.floor(rand() * 1500));
+      if (round % 3 === 1 && kills.redisRestarts < 3) {
+        await new Promise((r) => setTimeout(r, 300 + Math.floor(rand() * 1200)));
+        await redis.stop(true);
+        await redis.restart();
+        kills.redisRestarts++;
+      }
+      const first = await coordinator;
+      if (first.signal === 'SIGKILL') kills.coordinators++;
+      if (await w2Killed) kills.workers++;
+      await startWorker();
+      await startWorker();
+      // The same command again until it lands (w1 dies at its crash point in this run if not before).
+      const again = await runCli(...importArgs(db, 'overwrite', true));
+      expect({ round, code: again.code, stderr: again.stderr }).toEqual({ round, code: 0, stderr: '' });
+      if (w1.signalCode === 'SIGKILL') kills.workers++;
+      expect(await scanOf(db)).toBe(single.scan);
+      await stopWorkers();
+      expect({ round, left: fs.readdirSync(shared) }).toEqual({ round, left: [] });
+    }
+    process.stdout.write(`distributed chaos: ${JSON.stringify(kills)}\n`);
+    expect(kills.workers + kills.coordinators).toBeGreaterThanOrEqual(3 * ROUNDS - 2);
+    expect(kills.redisRestarts).toBe(Math.min(3, Math.ceil((ROUNDS - 1) / 3)));
+  });
 });
+
+/** SIGKILLs the child after `ms` unless it has exited; resolves once it is gone, true when it died by SIGKILL. */
+function killAfter(child: ChildProcess, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }, ms);
+    const done = (): void => {
+      clearTimeout(t);
+      resolve(child.signalCode === 'SIGKILL');
+    };
+    if (child.exitCode !== null || child.signalCode !== null) done();
+    else child.once('exit', done);
+  });
+}
