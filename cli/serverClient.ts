@@ -8,7 +8,9 @@
  * - a response body is read into memory only up to MAX_RESPONSE_BYTES (a scan is streamed line
  *   by line instead, each line at most MAX_SCAN_LINE_BYTES);
  * - SST uploads stream each file from disk as multipart/form-data with a Content-Length known in
- *   advance (the files are never read whole into memory);
+ *   advance (the files are never read whole into memory); staged uploads (PUT
+ *   /v1/imports/{id}/files/{name}) stream one file a request, each retried once when the
+ *   connection fails (the server takes the same bytes again as a no-op);
  * - a server that cannot be reached is IngestError('UNAVAILABLE') naming the URL (exit 1);
  *   a connection silent for REQUEST_TIMEOUT_MS is 'TIMEOUT' (an upload's is UPLOAD_IDLE_TIMEOUT_MS:
  *   the server may think for as long as its own import limit before answering);
@@ -37,6 +39,15 @@ export interface ClientResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: Buffer;
+}
+
+/** A staged import as GET /v1/imports lists it. */
+export interface StagedImportJson {
+  id: string;
+  files: Array<{ name: string; sizeBytes: number; sha256: string }>;
+  totalBytes: number;
+  createdAt: string;
+  updatedAt: string;
 }
 
 /** A file part of an upload: the name the server sees and where it is here. */
@@ -228,6 +239,59 @@ export class ServerClient {
     if (status !== 200 && status !== 409) throw errorOf(status, body);
     return { status, document: JSON.parse(body.toString('utf8')) as Record<string, unknown> };
   }
+
+  /** PUTs one file into staged import `id`, streamed from disk; once more when the connection fails. */
+  async putStagedFile(id: string, file: UploadFile): Promise<void> {
+    const once = async (): Promise<void> => {
+      const headers = { 'content-type': 'application/octet-stream', 'content-length': fs.statSync(file.path).size };
+      const pathAndQuery = `/v1/imports/${encodeURIComponent(id)}/files/${encodeURIComponent(file.name)}`;
+      const res = await this.start({ method: 'PUT', pathAndQuery, headers, timeoutMs: UPLOAD_IDLE_TIMEOUT_MS }, (req) =>
+        writeFile(req, file.path),
+      );
+      const body = await readAll(res, this.url);
+      if (res.statusCode !== 200 && res.statusCode !== 201) throw errorOf(res.statusCode ?? 0, body);
+    };
+    try {
+      await once();
+    } catch (err) {
+      if (!(err instanceof IngestError) || err.code !== 'UNAVAILABLE') throw err;
+      await once();
+    }
+  }
+
+  /** POST /v1/imports/{id}/commit?query: the status (200 or 409) and the document; any other status is thrown. */
+  async commitStaged(
+    id: string,
+    query: URLSearchParams,
+    extraHeaders: Readonly<Record<string, string>> = {},
+  ): Promise<{ status: number; document: Record<string, unknown> }> {
+    const spec = {
+      method: 'POST',
+      pathAndQuery: `/v1/imports/${encodeURIComponent(id)}/commit?${query.toString()}`,
+      headers: extraHeaders,
+      timeoutMs: UPLOAD_IDLE_TIMEOUT_MS,
+    };
+    const r = await this.expect(spec, [200, 409]);
+    return { status: r.status, document: JSON.parse(r.body.toString('utf8')) as Record<string, unknown> };
+  }
+
+  async stagedImports(): Promise<StagedImportJson[]> {
+    const r = await this.expect({ method: 'GET', pathAndQuery: '/v1/imports' }, [200]);
+    return (JSON.parse(r.body.toString('utf8')) as { imports: StagedImportJson[] }).imports;
+  }
+
+  /** DELETE /v1/imports/{id}: true when it was removed, false when the server has no such import. */
+  async deleteStaged(id: string): Promise<boolean> {
+    const r = await this.expect({ method: 'DELETE', pathAndQuery: `/v1/imports/${encodeURIComponent(id)}` }, [204, 404]);
+    return r.status === 204;
+  }
+}
+
+/** Streams a file as the request's body. */
+function writeFile(req: http.ClientRequest, file: string): void {
+  const stream = fs.createReadStream(file);
+  stream.on('error', (err) => req.destroy(err));
+  stream.pipe(req);
 }
 
 /** Writes each part's head, the file's bytes (streamed) and CRLF, then the closing boundary. */

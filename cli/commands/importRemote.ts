@@ -2,9 +2,18 @@
  * `ingest import|check|plan <inputs...> --server URL [--token-file F]`: the import pipeline with
  * its CPU-heavy half on this machine and its database half on the server, so the server's cores
  * keep serving. Here: parse, sort and write the SSTs (src/ingest/importer.ts) into a private temp
- * directory, each with its row-origins file; there: POST /v1/imports/sst (cli/serverClient.ts)
- * verifies them, runs the conflict check against the live engine, applies the policy and lands
- * them (docs/serve.md).
+ * directory, each with its row-origins file; there: each file is staged on its own (PUT
+ * /v1/imports/{id}/files/{name}, verified on arrival, retried once when the connection fails),
+ * then one POST /v1/imports/{id}/commit runs the conflict check against the live engine, applies
+ * the policy and lands them all at once (docs/serve.md). An import with no SST at all (a CSV
+ * without rows) goes as an empty POST /v1/imports/sst: there is nothing to stage.
+ *
+ * The staged import's id is random (16 hex characters) per run, not derived from the inputs: a
+ * rerun parses and sorts again into new files whose bytes need not match the last run's (a
+ * derived id would meet them as different files, 409), and two runs of the same inputs must not
+ * share an import. What a killed run staged is listed by `ingest pending --server URL`, removed
+ * with its --discard, and expires on the server (--staged-max-age); a run that fails, or a plan
+ * or check (whose commit keeps the import), deletes its own at the end.
  *
  * Output and exit codes are those of `--db`: the same `--json` document with this machine's
  * import summary as "import", `--report FILE` written here from the server's report (in
@@ -16,6 +25,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { randomBytes } from 'crypto';
 import { CsvImport, ImportSummary } from '../../src/ingest/importer';
 import { DbCheckResult, DbImportMode, DbImportResult } from '../../src/ingest/importIntoDb';
 import { Progress } from '../../src/ingest/progress';
@@ -45,6 +55,30 @@ function uploadsOf(summary: ImportSummary): UploadFile[] {
     if (origins !== f.path && fs.existsSync(origins)) files.push({ name: path.basename(origins), path: origins });
   }
   return files;
+}
+
+/**
+ * Stages every file under a fresh id and commits them; the commit's document. The import is
+ * deleted afterwards unless an import's commit answered (the server removed it then).
+ */
+async function stageAndCommit(
+  client: ServerClient,
+  files: readonly UploadFile[],
+  query: URLSearchParams,
+  headers: Readonly<Record<string, string>>,
+): Promise<Record<string, unknown>> {
+  if (files.length === 0) return (await client.uploadSsts([], query, headers)).document;
+  const id = randomBytes(8).toString('hex');
+  let removedByServer = false;
+  try {
+    for (const file of files) await client.putStagedFile(id, file);
+    const { document } = await client.commitStaged(id, query, headers);
+    removedByServer = query.get('mode') === 'import';
+    return document;
+  } finally {
+    // Best effort: what it leaves expires on the server.
+    if (!removedByServer) await client.deleteStaged(id).catch(() => false);
+  }
 }
 
 /** The server's parameters for the policy and check options (importQuery.ts reads them as the CLI's). */
@@ -117,7 +151,7 @@ export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mod
     return withServer(o, async (client: ServerClient) => {
       const encoding: Record<string, string> = {};
       if (summary.valueEncoding !== undefined) encoding[VALUE_ENCODING_HEADER] = valueEncodingText(summary.valueEncoding);
-      const { document } = await client.uploadSsts(uploadsOf(summary), queryOf(o, mode), encoding);
+      const document = await stageAndCommit(client, uploadsOf(summary), queryOf(o, mode), encoding);
       return resultOf(document, summary, mode, o, client.url);
     });
   };

@@ -35,6 +35,8 @@ interface ServeCliOptions {
   memoryBudget?: string;
   requestTimeout?: string;
   drainTimeout?: string;
+  maxStagedSize?: string;
+  stagedMaxAge?: string;
 }
 
 function integerOption(text: string | undefined, name: string, min: number, max: number): number | undefined {
@@ -60,6 +62,8 @@ function limitsOf(o: ServeCliOptions): Partial<ServerLimits> {
   set('memoryBudgetBytes', o.memoryBudget === undefined ? undefined : parseByteSize(o.memoryBudget, '--memory-budget'));
   set('requestTimeoutMs', integerOption(o.requestTimeout, '--request-timeout', 1, 3600_000));
   set('drainTimeoutMs', integerOption(o.drainTimeout, '--drain-timeout', 0, 3600_000));
+  set('maxStagedBytes', o.maxStagedSize === undefined ? undefined : parseByteSize(o.maxStagedSize, '--max-staged-size'));
+  set('stagedMaxAgeMs', integerOption(o.stagedMaxAge, '--staged-max-age', 1, 365 * 24 * 3600_000));
   return out;
 }
 
@@ -108,7 +112,10 @@ export function registerServeCommand(program: Command): void {
     .option('--max-queued-imports <n>', `imports waiting their turn before 429 (default ${DEFAULT_LIMITS.maxQueuedImports})`)
     .option('--max-connections <n>', `open connections (default ${DEFAULT_LIMITS.maxConnections})`)
     .option('--max-value-size <size>', `largest value (default ${DEFAULT_LIMITS.maxValueBytes >> 20}MiB)`)
-    .option('--max-import-size <size>', `largest CSV body of an import, decoded (default ${DEFAULT_LIMITS.maxImportBodyBytes >> 30}GiB)`)
+    .option(
+      '--max-import-size <size>',
+      `largest CSV body of an import, decoded (default ${DEFAULT_LIMITS.maxImportBodyBytes / 2 ** 30}GiB)`,
+    )
     .option(
       '--max-import-threads <n>',
       `most parse or merge threads an import request may ask for (default ${DEFAULT_LIMITS.maxImportThreads}: the cores)`,
@@ -123,5 +130,10 @@ export function registerServeCommand(program: Command): void {
     )
     .option('--request-timeout <ms>', `time limit of a request that is not an import (default ${DEFAULT_LIMITS.requestTimeoutMs})`)
     .option('--drain-timeout <ms>', `how long SIGTERM waits for in-flight requests (default ${DEFAULT_LIMITS.drainTimeoutMs})`)
+    .option(
+      '--max-staged-size <size>',
+      `bytes all staged imports together may hold; a PUT past it is 507 (default ${DEFAULT_LIMITS.maxStagedBytes / 2 ** 30}GiB)`,
+    )
+    .option('--staged-max-age <ms>', `a staged import untouched this long is removed (default ${DEFAULT_LIMITS.stagedMaxAgeMs}: 3 days)`)
     .action((o: ServeCliOptions) => serveCommand(o));
 }

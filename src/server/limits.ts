@@ -31,6 +31,13 @@ export interface ServerLimits {
   maxUploadBytes: number;
   maxUploadFiles: number;
   /**
+   * Staged imports (stagedImports.ts): the bytes every staged import together may hold on disk
+   * (bodies being received included; a PUT past it is 507 before its body is read), and how long
+   * one may go untouched before it is removed (at start and hourly).
+   */
+  maxStagedBytes: number;
+  stagedMaxAgeMs: number;
+  /**
    * Bounds on an import request's own options (importQuery.ts): parse and merge threads each at
    * most maxImportThreads, --memory-limit at most maxImportMemoryBytes, --target-file-size at
    * least minImportTargetFileBytes (a 1-byte target made 20,000 SSTs and ran out of file
@@ -82,6 +89,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   maxImportBodyBytes: 64 * GiB,
   maxUploadBytes: 64 * GiB,
   maxUploadFiles: 10_000,
+  maxStagedBytes: 64 * GiB,
+  stagedMaxAgeMs: 3 * 24 * 3600_000,
   // The threads the machine has: more only queue for the same cores, each with its share of memory.
   maxImportThreads: Math.max(1, Math.min(16, os.availableParallelism())),
   maxImportMemoryBytes: 1 * GiB,

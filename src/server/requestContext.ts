@@ -1,6 +1,6 @@
 /**
  * What a route handler gets: the request and response, the decoded path parameter and query, the
- * engine, the limits, and the server's shared services (the import queue, the scratch space).
+ * engine, the limits, and the server's shared services (the import queue, the staged imports).
  * A handler answers through `reply*` or throws; the server turns a throw into the JSON error.
  */
 import { IncomingMessage, ServerResponse } from 'http';
@@ -9,6 +9,7 @@ import { ServerLimits } from './limits';
 import { ImportQueue } from './importQueue';
 import { badRequest } from './httpErrors';
 import type { RequestMemory } from './memoryBudget';
+import type { StagedImports } from './stagedImports';
 
 export interface RequestContext {
   req: IncomingMessage;
@@ -21,6 +22,8 @@ export interface RequestContext {
   engine: Engine;
   limits: Readonly<ServerLimits>;
   imports: ImportQueue;
+  /** The staged imports (stagedImports.ts), kept on disk in the database directory. */
+  staging: StagedImports;
   /** fdatasync every write before acknowledging it (`ingest serve --sync`). */
   syncWrites: boolean;
   /** This request's share of the server's memory budget, released when it is answered. */

@@ -1,8 +1,10 @@
 /**
  * The route table: method and path → handler, and whether the route needs the token and which
- * time limit it runs under. Matching is by exact path, or by prefix for `/v1/kv/{key}` (the key
- * is the rest of the path, still percent-encoded). A known path with another method is a 405
- * with an Allow header; an unknown path a 404.
+ * time limit it runs under. Matching is by exact path, then by prefix for `/v1/kv/{key}` (the key
+ * is the rest of the path, still percent-encoded), then by the staged imports' templates
+ * `/v1/imports/{id}`, `/v1/imports/{id}/commit` and `/v1/imports/{id}/files/{name}` (the
+ * parameter is `id`, or `id/name`; the handlers check both). A known path with another method is
+ * a 405 with an Allow header; an unknown path a 404.
  */
 import { RouteHandler } from './requestContext';
 import { HttpError } from './httpErrors';
@@ -12,6 +14,7 @@ import { getScan } from './routes/scan';
 import { getHealth } from './routes/stats';
 import { postImport } from './routes/imports';
 import { postSstUpload } from './routes/sstUploads';
+import { commitStagedImport, deleteStagedImport, getStagedImport, listStagedImports, putStagedFile } from './routes/stagedFiles';
 
 export interface Route {
   handler: RouteHandler;
@@ -22,6 +25,10 @@ export interface Route {
 }
 
 export const KV_PREFIX = '/v1/kv/';
+const STAGED_PREFIX = '/v1/imports/';
+const STAGED_IMPORT = '/v1/imports/{id}';
+const STAGED_COMMIT = '/v1/imports/{id}/commit';
+const STAGED_FILE = '/v1/imports/{id}/files/{name}';
 
 type MethodTable = Readonly<Record<string, Route>>;
 
@@ -36,21 +43,45 @@ export function routeTable(stats: RouteHandler): ReadonlyMap<string, MethodTable
     ['/v1/batch', { POST: route(postBatch) }],
     ['/v1/scan', { GET: route(getScan) }],
     ['/v1/stats', { GET: route(stats) }],
-    ['/v1/imports', { POST: route(postImport, { isImport: true }) }],
+    ['/v1/imports', { POST: route(postImport, { isImport: true }), GET: route(listStagedImports) }],
     ['/v1/imports/sst', { POST: route(postSstUpload, { isImport: true }) }],
+    [STAGED_IMPORT, { GET: route(getStagedImport), DELETE: route(deleteStagedImport) }],
+    [STAGED_COMMIT, { POST: route(commitStagedImport, { isImport: true }) }],
+    [STAGED_FILE, { PUT: route(putStagedFile, { isImport: true }) }],
   ]);
+}
+
+/** The staged-import template a path matches and its parameter, or null. */
+function stagedTemplateOf(rawPath: string): { template: string; param: string } | null {
+  if (!rawPath.startsWith(STAGED_PREFIX)) return null;
+  const parts = rawPath.slice(STAGED_PREFIX.length).split('/');
+  if (parts.length === 1) return { template: STAGED_IMPORT, param: parts[0] };
+  if (parts.length === 2 && parts[1] === 'commit') return { template: STAGED_COMMIT, param: parts[0] };
+  if (parts.length === 3 && parts[1] === 'files') return { template: STAGED_FILE, param: `${parts[0]}/${parts[2]}` };
+  return null;
+}
+
+/** The table's key for a path and its parameter: the exact path, the KV prefix or a staged template. */
+function keyOf(table: ReadonlyMap<string, MethodTable>, rawPath: string): { key: string; param: string } {
+  if (table.has(rawPath)) return { key: rawPath, param: '' };
+  if (rawPath.startsWith(KV_PREFIX)) return { key: KV_PREFIX, param: rawPath.slice(KV_PREFIX.length) };
+  const staged = stagedTemplateOf(rawPath);
+  if (staged !== null) return { key: staged.template, param: staged.param };
+  return { key: rawPath, param: '' };
 }
 
 /** The route for a request and its path parameter. */
 export function resolveRoute(table: ReadonlyMap<string, MethodTable>, method: string, rawPath: string): { route: Route; param: string } {
-  const isKv = rawPath.startsWith(KV_PREFIX);
-  const methods = table.get(isKv ? KV_PREFIX : rawPath);
+  const { key, param } = keyOf(table, rawPath);
+  const isKv = key === KV_PREFIX;
+  const methods = table.get(key);
   if (methods === undefined) throw new HttpError(404, 'NOT_FOUND', `no route ${rawPath.slice(0, 200)}`);
   const found = methods[method];
   if (found === undefined) {
     const allow = Object.keys(methods).join(', ');
-    throw new HttpError(405, 'USAGE', `${method} is not allowed on ${isKv ? `${KV_PREFIX}{key}` : rawPath}`, { allow });
+    const shown = isKv ? `${KV_PREFIX}{key}` : key === rawPath ? rawPath : key;
+    throw new HttpError(405, 'USAGE', `${method} is not allowed on ${shown}`, { allow });
   }
-  if (isKv && rawPath.length === KV_PREFIX.length) throw new HttpError(400, 'USAGE', 'the key is empty: /v1/kv/{key}');
-  return { route: found, param: isKv ? rawPath.slice(KV_PREFIX.length) : '' };
+  if (isKv && param === '') throw new HttpError(400, 'USAGE', 'the key is empty: /v1/kv/{key}');
+  return { route: found, param };
 }

@@ -11,7 +11,7 @@
  *
  * Lifecycle:
  *   start   open the engine (creating the database when missing), or take the caller's open
- *           `engine`; listen, write DIR/SERVER (serverRecord.ts), print nothing itself (the CLI
+ *           `engine`; load the staged imports (stagedImports.ts, expiring the stale); listen, write DIR/SERVER (serverRecord.ts), print nothing itself (the CLI
  *           prints the one JSON line);
  *   serve   each request: in-flight limit (429), draining (503), route (404/405), token (401),
  *           a time limit (408), the handler; a throw becomes the JSON error (httpErrors.ts);
@@ -38,6 +38,7 @@ import { Route, resolveRoute, routeTable } from './routes';
 import { ServerCounters, statsRoute } from './routes/stats';
 import { parseQuery } from './urlBytes';
 import { removeServerRecord, writeServerRecord } from './serverRecord';
+import { StagedImports } from './stagedImports';
 
 const MAX_QUERY_PARAMETERS = 64;
 
@@ -118,6 +119,8 @@ export class IngestServer {
   readonly memory: ServerMemoryBudget;
   /** Resumes the engine after a full disk (writeRecovery.ts). */
   private readonly recovery: WriteRecovery;
+  /** The staged imports (stagedImports.ts): opened by start(), their expiry timer stopped by close(). */
+  readonly staging: StagedImports;
   url = '';
 
   /** Whether writes are fdatasynced before they are acknowledged (ServeOptions.sync). */
@@ -134,6 +137,7 @@ export class IngestServer {
     this.imports = new ImportQueue(limits.maxConcurrentImports, limits.maxQueuedImports);
     this.memory = new ServerMemoryBudget(limits.memoryBudgetBytes, limits.memoryWaitMs);
     this.tokenCheck = opts.token === undefined ? null : new TokenCheck(opts.token);
+    this.staging = new StagedImports(engine.dir, limits, (line) => this.log(line));
     this.routes = routeTable(statsRoute(() => this.counters()));
     this.http = http.createServer(
       {
@@ -174,8 +178,16 @@ export class IngestServer {
     if (!ownsEngine) checkCallersEngine(opts, engine);
     const server = new IngestServer(engine, ownsEngine, limits, opts);
     try {
+      server.staging.open();
+    } catch (err) {
+      await server.recovery.stop();
+      if (ownsEngine) await engine.close();
+      throw err;
+    }
+    try {
       await server.listen(host, opts.port ?? DEFAULT_PORT);
     } catch (err) {
+      server.staging.close();
       await server.recovery.stop();
       if (ownsEngine) await engine.close();
       const code = (err as NodeJS.ErrnoException).code;
@@ -311,6 +323,7 @@ export class IngestServer {
       engine: this.engine,
       limits: this.limits,
       imports: this.imports,
+      staging: this.staging,
       syncWrites: this.syncWrites,
       memory: new RequestMemory(this.memory),
     };
@@ -372,6 +385,7 @@ export class IngestServer {
     // Cut-off requests unwind (their imports clean up) before the engine goes.
     await this.waitForInFlight(this.limits.drainTimeoutMs);
     await this.recovery.stop();
+    this.staging.close();
     // The record goes while the LOCK is still ours, so it never names a server that is gone.
     removeServerRecord(this.engine.dir);
     if (this.ownsEngine) await this.engine.close();

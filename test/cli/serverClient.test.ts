@@ -7,9 +7,13 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import * as http from 'http';
+import { AddressInfo } from 'net';
+import { ServerClient } from '../../cli/serverClient';
 import { runCli } from '../support/cli';
 import { IngestServer } from '../../src/server/server';
 import { FIXTURES_DIR } from '../support/paths';
+import { writeSst } from '../server/helpers';
 
 const FIXTURE = path.join(FIXTURES_DIR, 'trades.csv');
 const DIALECT = ['--delimiter', '|', '--header', '--key', 't_id:int64', '--quiet'];
@@ -140,6 +144,61 @@ test('import, check and plan: same documents and exit codes, the report written 
   const after = await both('get', '200000000000042', '--key', 't_id:int64');
   expect(after.remote.stdout).toEqual(after.local.stdout);
   expect(after.remote.stdout).not.toContain('live');
+});
+
+test('an import through --server stages each file (SST and row origins) and commits once; pending --server lists and discards', async () => {
+  const before = { ...server.staging.counters };
+  const r = await runCli('import', FIXTURE, ...DIALECT, '--on-conflict', 'overwrite', '--json', '--server', server.url);
+  expect(r.code).toBe(0);
+  const ssts = (JSON.parse(r.stdout) as { import: { outputFiles: unknown[] } }).import.outputFiles;
+  expect(ssts.length).toBeGreaterThan(0);
+  // Each SST went up with its .origins file, one PUT each, then one commit; nothing is left staged.
+  expect(server.staging.counters.filesStaged - before.filesStaged).toBe(2 * ssts.length);
+  expect(server.staging.counters.commits - before.commits).toBe(1);
+  expect(server.staging.list()).toEqual([]);
+
+  const empty = await runCli('pending', '--server', server.url, '--json');
+  expect(empty.code).toBe(0);
+  expect(JSON.parse(empty.stdout)).toEqual({ server: server.url, imports: [], discarded: [], totalBytes: 0 });
+  // A run killed before its commit leaves its staged files: listed, then discarded.
+  const sst = path.join(root, 'left.sst');
+  writeSst(sst, [['k', 'v']]);
+  const put = await fetch(`${server.url}/v1/imports/left-over/files/1.sst`, { method: 'PUT', body: fs.readFileSync(sst) });
+  expect(put.status).toBe(201);
+  const listed = await runCli('pending', '--server', server.url, '--json');
+  const doc = JSON.parse(listed.stdout) as { imports: Array<{ id: string; files: unknown[] }>; totalBytes: number };
+  expect(doc.imports.map((i) => [i.id, i.files.length])).toEqual([['left-over', 1]]);
+  expect(doc.totalBytes).toBe(fs.statSync(sst).size);
+  const human = await runCli('pending', '--server', server.url);
+  expect(human.stdout).toContain('left-over  staged  1 file(s)');
+  const discarded = await runCli('pending', '--server', server.url, '--discard', 'left-over', '--json');
+  expect(JSON.parse(discarded.stdout)).toMatchObject({ imports: [], discarded: ['left-over'] });
+  expect((await runCli('pending', '--server', server.url, '--discard', 'left-over')).code).toBe(2);
+  expect((await runCli('pending', path.join(root, 'served'), '--server', server.url)).code).toBe(2);
+});
+
+test('a staged PUT whose connection fails is sent once more', async () => {
+  let attempts = 0;
+  const flaky = http.createServer((req, res) => {
+    attempts++;
+    if (attempts === 1) {
+      req.socket.destroy();
+      return;
+    }
+    req.resume();
+    req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"staged":true}'));
+  });
+  await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+  const file = path.join(root, 'flaky.sst');
+  fs.writeFileSync(file, 'bytes');
+  const client = new ServerClient(`http://127.0.0.1:${(flaky.address() as AddressInfo).port}`, undefined);
+  try {
+    await client.putStagedFile('id1', { name: '1.sst', path: file });
+    expect(attempts).toBe(2);
+  } finally {
+    client.close();
+    await new Promise((resolve) => flaky.close(resolve));
+  }
 });
 
 /** Human lines with what differs by nature (the database named, seconds, target file numbers) masked. */

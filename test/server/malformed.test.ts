@@ -672,7 +672,7 @@ test('bad query options, unknown routes and methods, raw garbage on a TCP socket
     const [routePath, method, allow] = pick([
       ['/v1/batch', pick(['GET', 'PUT', 'DELETE', 'PATCH']), 'POST'],
       ['/v1/scan', pick(['POST', 'PUT', 'DELETE']), 'GET'],
-      ['/v1/imports', pick(['GET', 'PUT']), 'POST'],
+      ['/v1/imports', pick(['PUT', 'DELETE']), 'POST, GET'],
       ['/v1/kv/a', pick(['POST', 'PATCH']), 'GET, PUT, DELETE'],
     ] as const);
     const r = await req({ method, path: routePath });

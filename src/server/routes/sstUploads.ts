@@ -26,6 +26,9 @@
  * The answer is the document of POST /v1/imports, with "import" replaced by "uploads": [{"name",
  * "sizeBytes", "entries", "smallestHex", "largestHex"}] (a client that sorted the rows itself has
  * the import summary already).
+ *
+ * landVerifiedUploads (verified files → summary → run → reply) is shared with the commit of a
+ * staged import (stagedFiles.ts), and the name checks and verification with its PUT.
  */
 import { VALUE_ENCODING_HEADER } from '../valueEncodingHeader';
 import { parseValueEncodingText } from '../../ingest/valueEncodingFile';
@@ -46,13 +49,13 @@ import { IngestError } from '../../util/errors';
 import { RequestContext } from '../requestContext';
 import { HttpError, badRequest, statusOfCode, tooLarge } from '../httpErrors';
 import { ServerLimits } from '../limits';
-import { importRequestOf } from '../importQuery';
+import { ImportRequest, importRequestOf } from '../importQuery';
 import { spoolBody } from '../requestBody';
 import { makeRequestScratchDir, replyImportResult, runServerImport } from './imports';
 
-const UPLOAD_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+export const UPLOAD_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
-interface Upload {
+export interface Upload {
   name: string;
   file: string;
   sizeBytes: number;
@@ -156,7 +159,7 @@ async function receiveUploads(ctx: RequestContext, dir: string): Promise<Upload[
 }
 
 /** The SSTs among the uploads, each origins file beside its SST. */
-function sstsOf(uploads: readonly Upload[]): Upload[] {
+export function sstsOf(uploads: readonly Upload[]): Upload[] {
   const ssts = uploads.filter((u) => u.name.endsWith('.sst'));
   const names = new Set(ssts.map((u) => u.name.slice(0, -'.sst'.length)));
   for (const u of uploads) {
@@ -169,7 +172,7 @@ function sstsOf(uploads: readonly Upload[]): Upload[] {
 }
 
 /** Verifies every file; a failure is a 422 naming the upload (not the server's directory) and the block. */
-async function verifyUploads(ssts: readonly Upload[], dir: string): Promise<ExternalFileInfo[]> {
+export async function verifyUploads(ssts: readonly Upload[], dir: string): Promise<ExternalFileInfo[]> {
   try {
     return await inspectExternalFiles(
       ssts.map((u) => u.file),
@@ -183,7 +186,7 @@ async function verifyUploads(ssts: readonly Upload[], dir: string): Promise<Exte
 }
 
 /** 413 for an upload holding a key or value over the server's limits (verifyUploads measured them). */
-function checkEntrySizes(infos: readonly ExternalFileInfo[], limits: ServerLimits): void {
+export function checkEntrySizes(infos: readonly ExternalFileInfo[], limits: ServerLimits): void {
   for (const info of infos) {
     const name = path.basename(info.path);
     const keyBytes = info.largestKeyBytes ?? 0;
@@ -199,7 +202,7 @@ function checkEntrySizes(infos: readonly ExternalFileInfo[], limits: ServerLimit
  * `err` without the request's scratch directory in its message (an upload's file is named as
  * uploaded, as verifyUploads names it), with the status its code has; other errors as they are.
  */
-function withoutScratchPath(err: unknown, scratchDir: string): unknown {
+export function withoutScratchPath(err: unknown, scratchDir: string): unknown {
   if (!(err instanceof IngestError) || !err.message.includes(scratchDir)) return err;
   const message = err.message.split(`${scratchDir}${path.sep}`).join('').split(scratchDir).join('the upload');
   if (err instanceof HttpError) return new HttpError(err.status, err.code, message, err.headers);
@@ -253,6 +256,46 @@ function uploadSummaryOf(infos: ExternalFileInfo[], dir: string): ImportSummary 
   };
 }
 
+/** Where the files being landed are: their directory (kept out of messages) and the run's own scratch directory. */
+export interface LandingDirs {
+  filesDir: string;
+  scratchDir: string;
+}
+
+/**
+ * What every route that lands uploaded SSTs shares (the multipart upload and the commit of a
+ * staged import, stagedFiles.ts): verified files → import summary → runServerImport → the reply
+ * (200, or 409 with the conflict report). Returns the status it answered.
+ */
+export async function landVerifiedUploads(
+  ctx: RequestContext,
+  request: ImportRequest,
+  infos: ExternalFileInfo[],
+  dirs: LandingDirs,
+): Promise<number> {
+  const summary = uploadSummaryOf(infos, dirs.filesDir);
+  summary.valueEncoding = uploadedValueEncoding(ctx);
+  const options = dbImportOptionsOf([], { ...request.options, db: ctx.engine.dir }, request.mode);
+  const result = await runServerImport(ctx, {
+    ...options,
+    prebuilt: summary,
+    // Verified on arrival, in a directory nothing else writes.
+    verifyChecksums: false,
+    import: { ...options.import, tmpDir: dirs.scratchDir },
+  }).catch((err: unknown) => {
+    throw withoutScratchPath(withoutScratchPath(err, dirs.filesDir), dirs.scratchDir);
+  });
+  const uploads = summary.outputFiles.map((f) => ({
+    name: path.basename(f.path),
+    sizeBytes: f.fileSizeBytes,
+    entries: f.entries,
+    smallestHex: f.smallestKeyHex,
+    largestHex: f.largestKeyHex,
+  }));
+  replyImportResult(ctx, result, { import: undefined, uploads });
+  return ctx.res.statusCode;
+}
+
 export async function postSstUpload(ctx: RequestContext): Promise<void> {
   const request = importRequestOf(ctx.query, 'upload', ctx.limits);
   await ctx.imports.run(async () => {
@@ -261,26 +304,7 @@ export async function postSstUpload(ctx: RequestContext): Promise<void> {
       const ssts = sstsOf(await receiveUploads(ctx, scratch.dir));
       const infos = await verifyUploads(ssts, scratch.dir);
       checkEntrySizes(infos, ctx.limits);
-      const summary = uploadSummaryOf(infos, scratch.dir);
-      summary.valueEncoding = uploadedValueEncoding(ctx);
-      const options = dbImportOptionsOf([], { ...request.options, db: ctx.engine.dir }, request.mode);
-      const result = await runServerImport(ctx, {
-        ...options,
-        prebuilt: summary,
-        // Verified just above, in a directory nothing else writes.
-        verifyChecksums: false,
-        import: { ...options.import, tmpDir: scratch.dir },
-      }).catch((err: unknown) => {
-        throw withoutScratchPath(err, scratch.dir);
-      });
-      const uploads = summary.outputFiles.map((f) => ({
-        name: path.basename(f.path),
-        sizeBytes: f.fileSizeBytes,
-        entries: f.entries,
-        smallestHex: f.smallestKeyHex,
-        largestHex: f.largestKeyHex,
-      }));
-      replyImportResult(ctx, result, { import: undefined, uploads });
+      await landVerifiedUploads(ctx, request, infos, { filesDir: scratch.dir, scratchDir: scratch.dir });
     } finally {
       scratch.release();
     }

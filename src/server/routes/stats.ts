@@ -3,7 +3,8 @@
  * --json` prints) plus "server": {"connections", "inFlightRequests", "importsRunning",
  * "importsQueued", "requests" (answered since start), "errors" (4xx and 5xx answered),
  * "memory": {"budgetBytes", "heldBytes", "peakHeldBytes", "refusals"}, "valueEncoding": {"recorded" (the
- * database's VALUE-ENCODING record or null), "holdsData"}: what `ingest import --server` settles its encoding against}.
+ * database's VALUE-ENCODING record or null), "holdsData"}: what `ingest import --server` settles its encoding against},
+ * "staging": {"imports", "stagedBytes" (held now), "filesStaged", "identicalPuts", "commits", "expired" (since start)}.
  *
  * GET /healthz: {"status": "ok"} while serving (nothing else: it is also the bench's empty route), 503 UNAVAILABLE while draining,
  * 503 {"status": "degraded", "writable": false, "error": {"code", "message"}, "resumable"} while the engine refuses writes
@@ -26,7 +27,8 @@ export interface ServerCounters {
 export function statsRoute(counters: () => ServerCounters): (ctx: RequestContext) => Promise<void> {
   return async (ctx) => {
     const valueEncoding = { recorded: readValueEncoding(ctx.engine.dir), holdsData: databaseHoldsData(ctx.engine.dir, ctx.engine) };
-    const server = { ...counters(), importsRunning: ctx.imports.running, importsQueued: ctx.imports.queued, valueEncoding };
+    const staging = { imports: ctx.staging.list().length, stagedBytes: ctx.staging.stagedBytes, ...ctx.staging.counters };
+    const server = { ...counters(), importsRunning: ctx.imports.running, importsQueued: ctx.imports.queued, valueEncoding, staging };
     replyJson(ctx, 200, { ...statsReportOf(ctx.engine), server });
   };
 }
