@@ -212,12 +212,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     writeOptionsFile(dir, optionsNumber, optionsSettings(limits, options));
 
     const binding = build({
-      dir,
-      writeBufferSizeBytes: limits.writeBufferSizeBytes,
-      maxImmutableMemtables: limits.maxImmutableMemtables,
-      sync: options.sync ?? false,
-      latchWaitTimeoutMs: limits.latchWaitTimeoutMs,
-      initialArenaBytes,
+      ...writeSettings(dir, limits, options, initialArenaBytes),
       flushOptions,
       lock,
       versions,
@@ -277,12 +272,7 @@ function openReadOnly<E>(
   });
   const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
   return build({
-    dir,
-    writeBufferSizeBytes: limits.writeBufferSizeBytes,
-    maxImmutableMemtables: limits.maxImmutableMemtables,
-    sync: options.sync ?? false,
-    latchWaitTimeoutMs: limits.latchWaitTimeoutMs,
-    initialArenaBytes,
+    ...writeSettings(dir, limits, options, initialArenaBytes),
     flushOptions: { dir, table, entriesPerSlice: limits.flushSliceEntries, shouldAbort: () => false },
     lock: null,
     versions,
@@ -297,6 +287,18 @@ function openReadOnly<E>(
 }
 
 /** Runs every close; errors are swallowed (already failing: the first error is the one to report). */
+/** The settings of an engine's write path, the same for a read-write and a read-only open. */
+function writeSettings(dir: string, limits: OpenLimits, options: EngineOptions, initialArenaBytes: number) {
+  return {
+    dir,
+    writeBufferSizeBytes: limits.writeBufferSizeBytes,
+    maxImmutableMemtables: limits.maxImmutableMemtables,
+    sync: options.sync ?? false,
+    latchWaitTimeoutMs: limits.latchWaitTimeoutMs,
+    initialArenaBytes,
+  };
+}
+
 function closeAll(closes: ReadonlyArray<() => void>): void {
   for (const f of closes) {
     try {

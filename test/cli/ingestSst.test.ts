@@ -67,13 +67,7 @@ test('plan, then ingest, prebuilt SSTs; JSON describes where each file went', as
   expect(second.stdout).toMatch(/\(replace-range tombstones\): L5 seqno 1 \[a3 \.\. c\) \(data overlap at L6\)/);
   expect(second.stdout).toMatch(/c\.sst: L4 seqno 2 \[a2 \.\. a3\] \(pending overlap at L5\)/);
 
-  const e = await Engine.open(db);
-  const rows: string[] = [];
-  const it = e.newIterator();
-  for (it.first(); it.valid(); it.next()) rows.push(`${it.key()}=${it.value()}`);
-  it.close();
-  await e.close();
-  expect(rows).toEqual(['a1=A', 'a2=C', 'a3=C']);
+  expect(await rowsOf(db)).toEqual(['a1=A', 'a2=C', 'a3=C']);
 });
 
 test('refused ingestions exit 2 and name the problem', async () => {
@@ -123,18 +117,18 @@ describeIfRocksdb('SSTs RocksDB wrote with its default options', () => {
   });
 });
 
-describe('the conflict check (default --on-conflict abort, as the SST upload)', () => {
-  /** Every row of the database, `key=value`. */
-  async function rowsOf(db: string): Promise<string[]> {
-    const e = await Engine.open(db);
-    const rows: string[] = [];
-    const it = e.newIterator();
-    for (it.first(); it.valid(); it.next()) rows.push(`${it.key()}=${it.value()}`);
-    it.close();
-    await e.close();
-    return rows;
-  }
+/** Every row of the database, `key=value`. */
+async function rowsOf(db: string): Promise<string[]> {
+  const e = await Engine.open(db);
+  const rows: string[] = [];
+  const it = e.newIterator();
+  for (it.first(); it.valid(); it.next()) rows.push(`${it.key()}=${it.value()}`);
+  it.close();
+  await e.close();
+  return rows;
+}
 
+describe('the conflict check (default --on-conflict abort, as the SST upload)', () => {
   /** A database holding k1..k4 = old; and new.sst: k2 unchanged, k3 and k4 changed, k5 new. */
   async function setUp(): Promise<{ db: string; fresh: string }> {
     const db = path.join(dir, 'db');
