@@ -34,7 +34,7 @@ import { checkReportOptions, writeConflictReportAs } from '../../src/conflict/re
 import { ServerClient, UploadFile } from '../serverClient';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
-import { PipelineCliOptions, importSettingsOf } from './importOptions';
+import { ClusterCliOptions, PipelineCliOptions, importSettingsOf, parseByteSize } from './importOptions';
 import { TargetOptions, withServer } from './serverTarget';
 import { runInterruptible } from './interrupt';
 import { normalizeDialect } from '../../src/ingest/csv/csvDialect';
@@ -44,7 +44,7 @@ import { VALUE_ENCODING_HEADER } from '../../src/server/valueEncodingHeader';
 import { ImportSettings } from '../../src/ingest/options/importSettings';
 import { printCheckResult, printImportResult } from './importOutput';
 
-export type RemoteCliOptions = Omit<PipelineCliOptions, 'db'> & TargetOptions & { json?: boolean; quiet?: boolean };
+export type RemoteCliOptions = Omit<PipelineCliOptions, 'db'> & TargetOptions & ClusterCliOptions & { json?: boolean; quiet?: boolean };
 
 /** The SSTs and, beside each, its row-origins file when the import wrote one. */
 function uploadsOf(summary: ImportSummary): UploadFile[] {
@@ -110,6 +110,65 @@ function resultOf(
   return { ...d, mode, db: d.db, import: summary, report, reportPath };
 }
 
+/** The SSTs on the server: staged one by one, committed once; the result as `--db` would have it. */
+function landOnServer(o: RemoteCliOptions, mode: DbImportMode, summary: ImportSummary): Promise<DbImportResult | DbCheckResult> {
+  return withServer(o, async (client: ServerClient) => {
+    const encoding: Record<string, string> = {};
+    if (summary.valueEncoding !== undefined) encoding[VALUE_ENCODING_HEADER] = valueEncodingText(summary.valueEncoding);
+    const document = await stageAndCommit(client, uploadsOf(summary), queryOf(o, mode), encoding);
+    return resultOf(document, summary, mode, o, client.url);
+  });
+}
+
+/** Errors after which a distributed import's tasks are worth keeping for a rerun of the same command. */
+const KEEPS_TASKS: ReadonlySet<string> = new Set(['INTERRUPTED', 'IO', 'NO_SPACE', 'INTERNAL', 'UNAVAILABLE', 'BUSY']);
+
+/**
+ * `--cluster URL --shared-dir DIR` with `--server`: the SSTs built by the cluster's workers
+ * (src/ingest/distributed/coordinator.ts), staged on the server from the shared directory and
+ * committed once there. The import's files go afterwards unless a rerun could use them.
+ */
+async function runRemoteClusterImport(
+  o: RemoteCliOptions,
+  mode: DbImportMode,
+  settings: ImportSettings,
+  codec: DbTextCodec,
+): Promise<void> {
+  if (o.sharedDir === undefined) throw new IngestError('USAGE', '--cluster needs --shared-dir DIR (a directory every worker sees)');
+  const { runDistributedImport } = await import('../../src/ingest/distributed/coordinator');
+  const distributed = await runInterruptible(
+    {
+      run: () =>
+        runDistributedImport({
+          clusterUrl: o.cluster as string,
+          sharedDir: o.sharedDir as string,
+          // The server's database may hold data: row origins let its report name files and lines.
+          import: { ...settings, writeRowOrigins: true },
+          taskBytes: o.taskSize === undefined ? undefined : parseByteSize(o.taskSize, '--task-size'),
+          reduceTasks: o.reduceTasks === undefined ? undefined : Number(o.reduceTasks),
+        }),
+      cleanupSync: () => undefined,
+    },
+    'the distributed import stays in the cluster: run the same command again to resume it',
+  );
+  let keep = false;
+  try {
+    const result = await runInterruptible(
+      { run: () => landOnServer(o, mode, distributed.summary), cleanupSync: () => undefined },
+      `${mode} abandoned`,
+    );
+    if (result.mode !== 'check') result.distributed = { importId: distributed.importId, ...distributed.phases };
+    if (o.report !== undefined) writeConflictReportAs(o.report, result.report, o.reportFormat);
+    if (result.mode === 'check') printCheckResult(result, o);
+    else printImportResult(result, o, codec);
+  } catch (e) {
+    keep = e instanceof IngestError && KEEPS_TASKS.has(e.code);
+    throw e;
+  } finally {
+    if (!keep) await distributed.remove();
+  }
+}
+
 /**
  * The import's settings with the value encoding settled against the server's database, as a --db
  * import settles it against its own (valueEncodingFile.ts): the server's stats name what its
@@ -135,6 +194,9 @@ export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mod
   checkReportOptions(o.report, o.reportFormat, o.maxReported);
   const settings = await settledOnServer(importSettingsOf(inputs, o), o);
   const codec = new DbTextCodec({ keySpec: settings.key });
+  if (o.cluster !== undefined) return runRemoteClusterImport(o, mode, settings, codec);
+  if (o.sharedDir !== undefined || o.taskSize !== undefined || o.reduceTasks !== undefined)
+    throw new IngestError('USAGE', '--shared-dir, --task-size and --reduce-tasks go with --cluster');
   const tmpRoot = settings.tmpDir ?? os.tmpdir();
   fs.mkdirSync(tmpRoot, { recursive: true });
   const dir = fs.mkdtempSync(path.join(tmpRoot, 'ingest-client-'));
@@ -146,15 +208,7 @@ export async function runRemoteImport(inputs: string[], o: RemoteCliOptions, mod
     writeSummaryFile: false,
     progress: Progress.forStderr(o.quiet === true),
   });
-  const run = async (): Promise<DbImportResult | DbCheckResult> => {
-    const summary = await job.run();
-    return withServer(o, async (client: ServerClient) => {
-      const encoding: Record<string, string> = {};
-      if (summary.valueEncoding !== undefined) encoding[VALUE_ENCODING_HEADER] = valueEncodingText(summary.valueEncoding);
-      const document = await stageAndCommit(client, uploadsOf(summary), queryOf(o, mode), encoding);
-      return resultOf(document, summary, mode, o, client.url);
-    });
-  };
+  const run = async (): Promise<DbImportResult | DbCheckResult> => landOnServer(o, mode, await job.run());
   const cleanupSync = (): void => {
     job.cleanupSync();
     fs.rmSync(dir, { recursive: true, force: true });
