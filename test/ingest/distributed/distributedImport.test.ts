@@ -23,7 +23,9 @@ const describeIfRedis = redisServerAvailable() ? describe : describe.skip;
 jest.setTimeout(180_000);
 
 const FILES = 3;
-const ROWS_PER_FILE = 40_000;
+/** DISTRIBUTED_ROWS_PER_FILE and DISTRIBUTED_WORKERS (e.g. 700000 and 1,2,4) run the equivalence at a bench's size. */
+const ROWS_PER_FILE = Number(process.env.DISTRIBUTED_ROWS_PER_FILE ?? 40_000);
+const WORKER_COUNTS = (process.env.DISTRIBUTED_WORKERS ?? '1,2').split(',').map(Number);
 const LOCK_MS = 1500;
 
 let root: string;
@@ -38,8 +40,8 @@ function writeInputs(): string[] {
   return Array.from({ length: FILES }, (_, f) => {
     const lines = ['id,name,city'];
     for (let i = 0; i < ROWS_PER_FILE; i++) {
-      const id = Math.floor(rand() * 90_000);
-      lines.push(i % 9973 === 17 ? `not-a-number-${f}-${i},x,y` : `${id},name-${id}-${f}-${i},"City, ${i % 97}"`);
+      const id = Math.floor(rand() * ROWS_PER_FILE * 2.25);
+      lines.push(i % Math.ceil(ROWS_PER_FILE / 4) === 17 ? `not-a-number-${f}-${i},x,y` : `${id},name-${id}-${f}-${i},"City, ${i % 97}"`);
     }
     const p = path.join(root, `part-${f}.csv`);
     fs.writeFileSync(p, `${lines.join('\n')}\n`);
@@ -166,7 +168,7 @@ describeIfRedis('distributed import on BullMQ', () => {
     expect(fs.readdirSync(shared)).toEqual([]);
   });
 
-  test.each([1, 2])('with %i worker(s): the same report, counts and database as the single-process import', async (n) => {
+  test.each(WORKER_COUNTS)('with %i worker(s): the same report, counts and database as the single-process import', async (n) => {
     for (let i = 0; i < n; i++) await startWorker();
     const db = copyDb(`distributed-${n}`);
     const report = path.join(root, `distributed-${n}-abort.json`);
