@@ -19,20 +19,17 @@ import { normalizeDialect } from '../../src/ingest/csv/csvDialect';
 import { settleValueEncoding } from '../../src/ingest/valueEncodingFile';
 import { spacePolicyOf } from '../../src/ingest/spacePolicy';
 import type { DistributedImport } from '../../src/ingest/distributed/coordinator';
-import { ClusterCliOptions, DbImportCliOptions, dbImportOptionsOf, parseByteSize } from './importOptions';
+import { ClusterCliOptions, DbImportCliOptions, dbImportOptionsOf } from './importOptions';
+import { buildOnCluster, keepsTasks } from './clusterBuild';
 import { printImportResult } from './importOutput';
 import { withFinalEvent } from './progressEvents';
 import { runInterruptible } from './interrupt';
-
-/** Errors after which the import's tasks are worth keeping for a rerun of the same command. */
-const KEEPS_TASKS: ReadonlySet<string> = new Set(['INTERRUPTED', 'IO', 'NO_SPACE', 'INTERNAL', 'DB_LOCKED']);
 
 export async function runClusterImport(
   inputs: string[],
   o: DbImportCliOptions & ClusterCliOptions,
   mode: 'plan' | 'import',
 ): Promise<void> {
-  if (o.sharedDir === undefined) throw new IngestError('USAGE', '--cluster needs --shared-dir DIR (a directory every worker sees)');
   const { options, codec } = dbImportOptionsOf(inputs, o, mode);
   const settled = settleValueEncoding(o.db, options.import.valueFormat, normalizeDialect(options.import.dialect ?? {}));
   // Row origins (for the report's file and line), as `import --db` writes them: not into a
@@ -40,33 +37,13 @@ export async function runClusterImport(
   const creating = !fs.existsSync(path.join(o.db, 'CURRENT'));
   const importOptions = { ...options.import, valueFormat: settled.format, valueSyntax: settled.syntax, writeRowOrigins: !creating };
   const progress = Progress.forOption(o.progress, o.quiet === true);
-  const { runDistributedImport } = await import('../../src/ingest/distributed/coordinator');
   await withFinalEvent(progress, async () => {
-    const distributed = await runInterruptible(
-      {
-        run: () =>
-          runDistributedImport({
-            clusterUrl: o.cluster as string,
-            sharedDir: o.sharedDir as string,
-            import: importOptions,
-            taskBytes: o.taskSize === undefined ? undefined : parseByteSize(o.taskSize, '--task-size'),
-            reduceTasks: o.reduceTasks === undefined ? undefined : reduceTasksOf(o.reduceTasks),
-            // The phases as progress: bytes of the tasks done of the phase's whole (map: input, reduce: runs).
-            onTasks: (phase, _done, _total, bytesDone, bytesTotal) =>
-              progress.update({ phase, doneBytes: bytesDone, totalBytes: bytesTotal, rows: 0, totalRows: null }),
-          }),
-        cleanupSync: () => undefined,
-      },
-      'the distributed import stays in the cluster: run the same command again to resume it',
+    // The phases as progress: bytes of the tasks done of the phase's whole (map: input, reduce: runs).
+    const distributed = await buildOnCluster(o, importOptions, (phase, _done, _total, bytesDone, bytesTotal) =>
+      progress.update({ phase, doneBytes: bytesDone, totalBytes: bytesTotal, rows: 0, totalRows: null }),
     );
     return landed(distributed, o, mode, { ...options, import: { ...importOptions, progress } }, codec);
   });
-}
-
-function reduceTasksOf(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > 4096) throw new IngestError('USAGE', `--reduce-tasks must be an integer 1..4096, got "${text}"`);
-  return n;
 }
 
 /** The checked ingestion of the distributed import's SSTs; its files go afterwards unless a rerun could use them. */
@@ -92,7 +69,7 @@ async function landed(
     printImportResult(result, o, codec, false);
     return { doc: dbImportJson(result), failure: conflictFailure(result) };
   } catch (e) {
-    keep = e instanceof IngestError && KEEPS_TASKS.has(e.code);
+    keep = keepsTasks(e);
     throw e;
   } finally {
     if (!keep) await distributed.remove();

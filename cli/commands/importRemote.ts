@@ -34,7 +34,8 @@ import { checkReportOptions, writeConflictReportAs } from '../../src/conflict/re
 import { ServerClient, UploadFile } from '../serverClient';
 import { IngestError } from '../../src/util/errors';
 import { DbTextCodec } from './dbText';
-import { ClusterCliOptions, PipelineCliOptions, importSettingsOf, parseByteSize } from './importOptions';
+import { ClusterCliOptions, PipelineCliOptions, importSettingsOf } from './importOptions';
+import { buildOnCluster, keepsTasks } from './clusterBuild';
 import { TargetOptions, withServer } from './serverTarget';
 import { runInterruptible } from './interrupt';
 import { normalizeDialect } from '../../src/ingest/csv/csvDialect';
@@ -120,9 +121,6 @@ function landOnServer(o: RemoteCliOptions, mode: DbImportMode, summary: ImportSu
   });
 }
 
-/** Errors after which a distributed import's tasks are worth keeping for a rerun of the same command. */
-const KEEPS_TASKS: ReadonlySet<string> = new Set(['INTERRUPTED', 'IO', 'NO_SPACE', 'INTERNAL', 'UNAVAILABLE', 'BUSY']);
-
 /**
  * `--cluster URL --shared-dir DIR` with `--server`: the SSTs built by the cluster's workers
  * (src/ingest/distributed/coordinator.ts), staged on the server from the shared directory and
@@ -134,23 +132,8 @@ async function runRemoteClusterImport(
   settings: ImportSettings,
   codec: DbTextCodec,
 ): Promise<void> {
-  if (o.sharedDir === undefined) throw new IngestError('USAGE', '--cluster needs --shared-dir DIR (a directory every worker sees)');
-  const { runDistributedImport } = await import('../../src/ingest/distributed/coordinator');
-  const distributed = await runInterruptible(
-    {
-      run: () =>
-        runDistributedImport({
-          clusterUrl: o.cluster as string,
-          sharedDir: o.sharedDir as string,
-          // The server's database may hold data: row origins let its report name files and lines.
-          import: { ...settings, writeRowOrigins: true },
-          taskBytes: o.taskSize === undefined ? undefined : parseByteSize(o.taskSize, '--task-size'),
-          reduceTasks: o.reduceTasks === undefined ? undefined : Number(o.reduceTasks),
-        }),
-      cleanupSync: () => undefined,
-    },
-    'the distributed import stays in the cluster: run the same command again to resume it',
-  );
+  // The server's database may hold data: row origins let its report name files and lines.
+  const distributed = await buildOnCluster(o, { ...settings, writeRowOrigins: true });
   let keep = false;
   try {
     const result = await runInterruptible(
@@ -162,7 +145,7 @@ async function runRemoteClusterImport(
     if (result.mode === 'check') printCheckResult(result, o);
     else printImportResult(result, o, codec);
   } catch (e) {
-    keep = e instanceof IngestError && KEEPS_TASKS.has(e.code);
+    keep = keepsTasks(e);
     throw e;
   } finally {
     if (!keep) await distributed.remove();

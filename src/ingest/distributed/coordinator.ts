@@ -251,11 +251,12 @@ async function runPhase<R>(c: Cluster, kind: TaskKind, tasks: ReadonlyArray<obje
   });
   await untilFinished(c, barrierId, kind, tasks.map(taskBytesOf));
   const barrier = (await c.queue.getJob(barrierId)) as Job;
-  const values = await barrier.getChildrenValues<string>();
+  // Keyed by the children's Redis keys, `<prefix>:<queue>:<job id>`: by job id once, not searched per task.
+  const byJobId = new Map(Object.entries(await barrier.getChildrenValues<string>()).map(([k, v]) => [k.slice(k.lastIndexOf(':') + 1), v]));
   return tasks.map((_, i) => {
-    const key = Object.keys(values).find((k) => k.endsWith(`:${taskJobId(kind, c.importId, i)}`));
-    assert(key !== undefined, `${kind} task ${i} finished without a result`);
-    const timed = fromWire<TimedResult<R>>(values[key]);
+    const value = byJobId.get(taskJobId(kind, c.importId, i));
+    assert(value !== undefined, `${kind} task ${i} finished without a result`);
+    const timed = fromWire<TimedResult<R>>(value);
     c.taskSeconds[kind] += timed.seconds;
     return timed.result;
   });
