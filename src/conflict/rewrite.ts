@@ -148,13 +148,15 @@ type FileDrops = { kind: 'keep' } | { kind: 'unchanged'; unchangedRows: number }
  * themselves (which changes nothing a reader sees, and compaction drops the older copies).
  */
 function dropsOf(reader: TableReader, keys: readonly Buffer[], runs: readonly UnchangedRun[]): FileDrops {
-  const first = firstKeyInFile(reader, keys);
+  const from = firstKeyFrom(reader, keys);
+  const holdsKey = from < keys.length && keyAtOrBelowLargest(reader, keys[from]);
   const unchangedRows = runs.reduce((n, r) => n + r.rows, 0);
   const entries = reader.properties.numEntries;
   assert(unchangedRows <= entries, `${reader.path}: ${unchangedRows} unchanged rows of ${entries} entries`);
-  if (first < 0 && unchangedRows === entries && entries > 0) return { kind: 'unchanged', unchangedRows };
-  if (first < 0 && unchangedRows < entries * UNCHANGED_REWRITE_MIN_FRACTION) return { kind: 'keep' };
-  return { kind: 'rewrite', filter: new DropFilter(keys, Math.max(first, 0), runs) };
+  if (!holdsKey && unchangedRows === entries && entries > 0) return { kind: 'unchanged', unchangedRows };
+  if (!holdsKey && unchangedRows < entries * UNCHANGED_REWRITE_MIN_FRACTION) return { kind: 'keep' };
+  // From the first key at or above the file's smallest: no entry of this file lies below it.
+  return { kind: 'rewrite', filter: new DropFilter(keys, from, runs) };
 }
 
 /**
@@ -203,11 +205,10 @@ class DropFilter {
   }
 }
 
-/** Index of the first conflicting key within the file's key range, or -1. */
-function firstKeyInFile(reader: TableReader, keys: readonly Buffer[]): number {
+/** Index of the first conflicting key at or above the file's smallest key (keys.length when none is, or the file is empty). */
+function firstKeyFrom(reader: TableReader, keys: readonly Buffer[]): number {
   const smallest = reader.smallestKey();
-  const largest = reader.largestKey();
-  if (smallest === null || largest === null) return -1;
+  if (smallest === null) return keys.length;
   let lo = 0;
   let hi = keys.length;
   while (lo < hi) {
@@ -215,8 +216,12 @@ function firstKeyInFile(reader: TableReader, keys: readonly Buffer[]): number {
     if (compareByteRanges(keys[mid], 0, keys[mid].length, smallest, 0, smallest.length - TRAILER_BYTES) < 0) lo = mid + 1;
     else hi = mid;
   }
-  if (lo === keys.length) return -1;
-  return compareByteRanges(keys[lo], 0, keys[lo].length, largest, 0, largest.length - TRAILER_BYTES) <= 0 ? lo : -1;
+  return lo;
+}
+
+function keyAtOrBelowLargest(reader: TableReader, key: Buffer): boolean {
+  const largest = reader.largestKey();
+  return largest !== null && compareByteRanges(key, 0, key.length, largest, 0, largest.length - TRAILER_BYTES) <= 0;
 }
 
 /** Copies every entry the filter keeps into `to`; null if nothing was left. */

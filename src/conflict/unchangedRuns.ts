@@ -16,7 +16,19 @@
  * one row in k is about n/k runs.
  */
 import { assert } from '../util/errors';
-import { compareUserKeys } from '../base/keyCompare';
+import { compareByteRanges } from '../base/keyCompare';
+
+/** Index of the first run of a file at or after `fileIndex` (runs.length when none is). */
+function firstRunAtOrAfter(runs: readonly UnchangedRun[], fileIndex: number): number {
+  let lo = 0;
+  let hi = runs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (runs[mid].fileIndex < fileIndex) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
 
 /** Bytes of run keys kept at most (64 MiB: a million runs of 32-byte keys). */
 export const UNCHANGED_RUNS_MAX_BYTES = 64 * 1024 * 1024;
@@ -51,13 +63,16 @@ export class UnchangedRuns {
   add(key: Buffer, fileIndex: number): void {
     const run = this.open;
     if (run !== null && run.fileIndex === fileIndex) {
-      assert(compareUserKeys(this.openLast.subarray(0, this.openLastLength), key) < 0, 'unchanged keys come in ascending order');
+      // Compared in place: a view of openLast per unchanged row would be an allocation on the scan's hot path.
+      assert(compareByteRanges(this.openLast, 0, this.openLastLength, key, 0, key.length) < 0, 'unchanged keys come in ascending order');
       this.setOpenLast(key);
       run.rows++;
       this.rowsInRuns++;
       return;
     }
     this.end();
+    const previous = this.sealed.length === 0 ? null : this.sealed[this.sealed.length - 1];
+    assert(previous === null || previous.fileIndex <= fileIndex, 'unchanged runs come in SST order (runsOf relies on it)');
     if (this.bytes + 2 * key.length + RUN_OVERHEAD_BYTES > this.maxBytes) {
       this.complete = false;
       return;
@@ -84,9 +99,10 @@ export class UnchangedRuns {
     return this.sealed;
   }
 
-  /** The runs of one file, in key order. */
+  /** The runs of one file, in key order: a slice of the runs, which are in SST order (file indexes ascending). */
   runsOf(fileIndex: number): UnchangedRun[] {
-    return this.runs.filter((r) => r.fileIndex === fileIndex);
+    const runs = this.runs;
+    return runs.slice(firstRunAtOrAfter(runs, fileIndex), firstRunAtOrAfter(runs, fileIndex + 1));
   }
 
   private setOpenLast(key: Buffer): void {
