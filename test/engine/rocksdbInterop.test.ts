@@ -220,8 +220,23 @@ describeIfRocksdb('RocksDB database directories, both ways', () => {
           stdio: 'ignore',
         });
         try {
-          const deadline = Date.now() + 10_000;
-          while (!fs.readFileSync('/proc/locks', 'latin1').includes(` ${bench.pid} `) && Date.now() < deadline) {
+          // Until db_bench holds its lock on this LOCK (its pid and the file's inode in /proc/locks):
+          // under a loaded machine its start-up can take seconds, and opening before it would win the lock.
+          const lockedByBench = (): boolean => {
+            let inode: number;
+            try {
+              inode = fs.statSync(path.join(dir, 'LOCK')).ino;
+            } catch {
+              return false;
+            }
+            return fs
+              .readFileSync('/proc/locks', 'latin1')
+              .split('\n')
+              .some((line) => line.includes(` ${bench.pid} `) && line.includes(`:${inode} `));
+          };
+          const deadline = Date.now() + 30_000;
+          while (!lockedByBench()) {
+            if (Date.now() > deadline) throw new Error(`db_bench (pid ${bench.pid}) did not lock ${dir}/LOCK within 30 s`);
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
           // db_bench keeps a LOCK's content; the dead opener's record is what our open finds.
