@@ -22,6 +22,8 @@
  *
  * Exports (all synchronous; safe to load in worker threads, the module is context-aware):
  *   readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes) -> Buffer
+ *   readBlock(bytes, position, ...) -> the same from bytes[position..] already in memory (a
+ *       readahead buffer: the scan reads 256 KiB at once instead of one pread per block)
  *   readBlock(..., maxDecodedBytes, dest, destOffset) -> number   decodes into dest[destOffset..]
  *       and returns the decoded length, or minus the length needed when it does not fit (then
  *       nothing is written; the caller retries with more room). Arena callers use this form:
@@ -244,28 +246,69 @@ static uint8_t* read_buffer(napi_env env, size_t readBytes, uint8_t** owned) {
   return *owned;
 }
 
+/* Verifies a block read into `buffer` (contents ‖ type ‖ checksum) and decodes it into `output`. */
+static napi_value verify_and_decode(napi_env env, const uint8_t* buffer, uint32_t blockBytes, uint32_t checksumType,
+                                    bool verify, uint32_t maxDecodedBytes, const Output* output) {
+  unsigned type = buffer[blockBytes];
+  uint32_t stored;
+  memcpy(&stored, buffer + blockBytes + 1, sizeof stored);
+  uint32_t computed = 0;
+  if (verify && checksumType == CHECKSUM_XXH3) computed = xxh3_low32(buffer, blockBytes) ^ (type * XXH3_TYPE_MULTIPLIER);
+  if (verify && checksumType != CHECKSUM_NONE && computed != stored) {
+    char message[96];
+    snprintf(message, sizeof message, "checksum mismatch: stored 0x%x, computed 0x%x", stored, computed);
+    throw_coded(env, "CHECKSUM_MISMATCH", message, "stored", (double)stored, "computed", (double)computed);
+    return NULL;
+  }
+  return decode_contents(env, buffer, blockBytes, type, maxDecodedBytes, output);
+}
+
+/*
+ * The block's source: a file descriptor (read with pread), or bytes already holding the block
+ * and its trailer at `position` (a readahead buffer, src/sstable/reader/blockPrefetcher.ts).
+ * On failure throws and returns 0.
+ */
+typedef struct {
+  int32_t fd;
+  const uint8_t* bytes;
+  size_t bytesLength;
+} BlockSource;
+
+static int block_source_of(napi_env env, napi_value value, BlockSource* source) {
+  napi_valuetype kind;
+  napi_typeof(env, value, &kind);
+  source->fd = -1;
+  source->bytes = NULL;
+  source->bytesLength = 0;
+  if (kind == napi_number) return napi_get_value_int32(env, value, &source->fd) == napi_ok && source->fd >= 0;
+  uint8_t* bytes;
+  if (!get_bytes(env, value, &bytes, &source->bytesLength)) return 0;
+  source->bytes = bytes;
+  return 1;
+}
+
 static napi_value read_block(napi_env env, napi_callback_info info) {
   size_t argc = 8;
   napi_value argv[8];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   if (argc != 6 && argc != 8) {
-    throw_invalid(env, "readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes[, dest, destOffset])");
+    throw_invalid(env, "readBlock(fdOrBytes, position, blockBytes, checksumType, verify, maxDecodedBytes[, dest, destOffset])");
     return NULL;
   }
-  int32_t fd;
+  BlockSource source;
   int64_t position;
   uint32_t blockBytes, checksumType, maxDecodedBytes;
   bool verify;
-  if (napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int64(env, argv[1], &position) != napi_ok ||
+  if (!block_source_of(env, argv[0], &source) || napi_get_value_int64(env, argv[1], &position) != napi_ok ||
       napi_get_value_uint32(env, argv[2], &blockBytes) != napi_ok ||
       napi_get_value_uint32(env, argv[3], &checksumType) != napi_ok ||
       napi_get_value_bool(env, argv[4], &verify) != napi_ok ||
       napi_get_value_uint32(env, argv[5], &maxDecodedBytes) != napi_ok) {
-    throw_invalid(env, "readBlock: expected (int, int, uint32, uint32, boolean, uint32)");
+    throw_invalid(env, "readBlock: expected (fd >= 0 or bytes, int, uint32, uint32, boolean, uint32)");
     return NULL;
   }
-  if (fd < 0 || position < 0 || (checksumType != CHECKSUM_NONE && checksumType != CHECKSUM_XXH3)) {
-    throw_invalid(env, "readBlock: negative fd or position, or a checksum type other than none/xxh3");
+  if (position < 0 || (checksumType != CHECKSUM_NONE && checksumType != CHECKSUM_XXH3)) {
+    throw_invalid(env, "readBlock: negative position, or a checksum type other than none/xxh3");
     return NULL;
   }
 
@@ -279,24 +322,19 @@ static napi_value read_block(napi_env env, napi_callback_info info) {
   }
 
   size_t readBytes = (size_t)blockBytes + BLOCK_TRAILER_BYTES;
+  if (source.bytes != NULL) {
+    if ((uint64_t)position + readBytes > source.bytesLength) {
+      throw_invalid(env, "readBlock: the block and its trailer lie outside the bytes given");
+      return NULL;
+    }
+    return verify_and_decode(env, source.bytes + position, blockBytes, checksumType, verify, maxDecodedBytes, &output);
+  }
   uint8_t* owned = NULL;
   uint8_t* buffer = read_buffer(env, readBytes, &owned);
   if (buffer == NULL) return NULL;
-
   napi_value result = NULL;
-  if (read_fully(env, fd, buffer, readBytes, position)) {
-    unsigned type = buffer[blockBytes];
-    uint32_t stored;
-    memcpy(&stored, buffer + blockBytes + 1, sizeof stored);
-    uint32_t computed = 0;
-    if (verify && checksumType == CHECKSUM_XXH3) computed = xxh3_low32(buffer, blockBytes) ^ (type * XXH3_TYPE_MULTIPLIER);
-    if (verify && checksumType != CHECKSUM_NONE && computed != stored) {
-      char message[96];
-      snprintf(message, sizeof message, "checksum mismatch: stored 0x%x, computed 0x%x", stored, computed);
-      throw_coded(env, "CHECKSUM_MISMATCH", message, "stored", (double)stored, "computed", (double)computed);
-    } else {
-      result = decode_contents(env, buffer, blockBytes, type, maxDecodedBytes, &output);
-    }
+  if (read_fully(env, source.fd, buffer, readBytes, position)) {
+    result = verify_and_decode(env, buffer, blockBytes, checksumType, verify, maxDecodedBytes, &output);
   }
   free(owned);
   return result;

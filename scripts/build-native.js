@@ -36,8 +36,20 @@ function nodeGypCommand() {
   return ['node-gyp', []];
 }
 
+/**
+ * `--nodedir` when the running node was installed with its own headers (Debian's and NodeSource's
+ * packages put them in PREFIX/include/node): node-gyp then builds against exactly this node, and
+ * needs no download of the headers from nodejs.org, which fails on a machine without that access.
+ * An explicit npm_config_nodedir wins.
+ */
+function nodeDirArgs() {
+  if (process.env.npm_config_nodedir) return [];
+  const prefixDir = path.resolve(path.dirname(process.execPath), '..');
+  return fs.existsSync(path.join(prefixDir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${prefixDir}`] : [];
+}
+
 const [command, prefix] = nodeGypCommand();
-const result = spawnSync(command, [...prefix, 'rebuild'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+const result = spawnSync(command, [...prefix, 'rebuild', ...nodeDirArgs()], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
 if (result.status === 0) {
   process.exit(0);
 }

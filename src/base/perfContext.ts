@@ -25,6 +25,12 @@ export interface PerfContext {
   /** Bytes read from table files (block contents plus trailers). */
   blockBytesRead: number;
   /**
+   * Data blocks taken from an iterator's readahead buffer instead of a read of their own, and
+   * the reads that filled it (src/sstable/reader/blockPrefetcher.ts).
+   */
+  readaheadBlocks: number;
+  readaheadReads: number;
+  /**
    * Times a child iterator was moved past a span a range tombstone covers instead of stepping
    * through its deleted entries (MergingIterator.skipCoveredForward).
    */
@@ -47,6 +53,8 @@ export function newPerfContext(): PerfContext {
     nexts: 0,
     prevs: 0,
     blockBytesRead: 0,
+    readaheadBlocks: 0,
+    readaheadReads: 0,
     rangeDelSkips: 0,
   };
 }

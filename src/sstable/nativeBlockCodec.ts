@@ -43,15 +43,23 @@ export interface NativeBlockCodec {
    * trailer checksum when `verify` (checksumType 0 = none or 4 = XXH3 only), and returns the
    * contents, LZ4- or Snappy-decoded if the trailer says so, in a new Buffer of their own. A
    * decoded size above `maxDecodedBytes` is LZ4_MALFORMED / SNAPPY_MALFORMED; another
-   * compression type is UNSUPPORTED_COMPRESSION (after the checksum was verified).
+   * compression type is UNSUPPORTED_COMPRESSION (after the checksum was verified). `source` may
+   * instead be bytes already holding the block and its trailer at `position` (a readahead buffer).
    */
-  readBlock(fd: number, position: number, blockBytes: number, checksumType: number, verify: boolean, maxDecodedBytes: number): Buffer;
+  readBlock(
+    source: number | Uint8Array,
+    position: number,
+    blockBytes: number,
+    checksumType: number,
+    verify: boolean,
+    maxDecodedBytes: number,
+  ): Buffer;
   /**
    * The same, decoding into dest[destOffset, dest.length) instead of a new Buffer: returns the
    * decoded length, or minus the length needed when it does not fit (dest is then untouched).
    */
   readBlock(
-    fd: number,
+    source: number | Uint8Array,
     position: number,
     blockBytes: number,
     checksumType: number,

@@ -16,6 +16,7 @@ import { ConflictReport } from '../../src/conflict/report';
 import { applyConflictPolicy } from '../../src/conflict/policy';
 import { TableReader } from '../../src/sstable/reader/tableReader';
 import { TRAILER_BYTES } from '../../src/base/internalKey';
+import { perf, resetPerfContext } from '../../src/base/perfContext';
 import { buildEngine, BuiltEngine, expectedOutcome, intBelow, keyOf, rng, writeSstSet } from './support';
 
 let root: string;
@@ -287,6 +288,34 @@ describe('conflict scan behaviour', () => {
     expect(withNext.summary.new).toBe(1000);
     expect(without.summary.new).toBe(1000);
     expect(withNext.summary.keyComparisons * 2).toBeLessThan(without.summary.keyComparisons);
+  });
+
+  test('a re-import interleaving closely with the engine steps the engine after each match instead of seeking it', () => {
+    // Every other engine key again (half unchanged, half changed), each followed by a new key
+    // just past the next engine key: after a match the engine stands one key behind the SST.
+    const rows: Array<[string, string]> = [];
+    for (let i = 0; i + 2 < 2000; i += 4) {
+      rows.push([keyOf(i), i % 8 === 0 ? valueOf(i) : 'changed']);
+      rows.push([`${keyOf(i + 2)}-x`, 'new']);
+    }
+    const paths = writeSstSet(path.join(dir, 'reimport'), rows, 1, rng(12));
+    const want = { sstKeys: 1000, unchanged: 250, conflicts: 250, new: 500 };
+    resetPerfContext();
+    const stepped = checkSstConflicts(engine, paths, { strategy: 'seek', maxReported: 1 });
+    const steppedSeeks = perf.seeks;
+    resetPerfContext();
+    const seeking = checkSstConflicts(engine, paths, { strategy: 'seek', trySeekUsingNext: false, maxReported: 1 });
+    const seekingSeeks = perf.seeks;
+    const gets = checkSstConflicts(engine, paths, { strategy: 'get', maxReported: 1 });
+    for (const rep of [stepped, seeking, gets]) {
+      expect(rep.summary).toMatchObject(want);
+      expect(rep.conflicts[0]).toMatchObject({ key: keyOf(4), existingValue: { data: valueOf(4) }, newValue: { data: 'changed' } });
+    }
+    // The engine takes a step after each of the 500 matches, where it made a (trySeekUsingNext)
+    // seek before: the tables see the scan's first positioning seeks only.
+    expect(seekingSeeks).toBeGreaterThan(1000);
+    expect(steppedSeeks).toBeLessThan(20);
+    expect(stepped.summary.keyComparisons * 2).toBeLessThan(seeking.summary.keyComparisons);
   });
 
   test('keys with many live versions (held by snapshots): stepping gives way to seeks, answers stay exact', async () => {

@@ -42,27 +42,28 @@ export class BlockArena {
   }
 
   /**
-   * codec.readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes) with the
-   * contents decoded into the arena. Errors are the codec's, thrown unchanged.
+   * codec.readBlock(source, position, blockBytes, checksumType, verify, maxDecodedBytes) with the
+   * contents decoded into the arena; `source` is a file descriptor or bytes holding the block.
+   * Errors are the codec's, thrown unchanged.
    */
   readBlock(
     codec: NativeBlockCodec,
-    fd: number,
+    source: number | Uint8Array,
     position: number,
     blockBytes: number,
     checksumType: number,
     verify: boolean,
     maxDecodedBytes: number,
   ): Buffer {
-    let decodedBytes = codec.readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes, this.slab, this.usedBytes);
+    let decodedBytes = codec.readBlock(source, position, blockBytes, checksumType, verify, maxDecodedBytes, this.slab, this.usedBytes);
     if (decodedBytes < 0) {
       // Did not fit in what is left of the slab: -decodedBytes bytes are needed.
       if (-decodedBytes > Math.min(MAX_ARENA_BLOCK_BYTES, this.slabBytes / 4)) {
-        return codec.readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes);
+        return codec.readBlock(source, position, blockBytes, checksumType, verify, maxDecodedBytes);
       }
       this.slab = Buffer.allocUnsafeSlow(this.slabBytes);
       this.usedBytes = 0;
-      decodedBytes = codec.readBlock(fd, position, blockBytes, checksumType, verify, maxDecodedBytes, this.slab, 0);
+      decodedBytes = codec.readBlock(source, position, blockBytes, checksumType, verify, maxDecodedBytes, this.slab, 0);
       assert(decodedBytes >= 0, `a block of ${-decodedBytes} bytes does not fit an empty ${this.slabBytes}-byte slab`);
     }
     const start = this.usedBytes;

@@ -49,6 +49,7 @@ import { Prop } from '../format';
 import { isNativeCodecError, NATIVE_CHECKSUM_TYPES, nativeBlockCodec, NativeBlockCodec } from '../nativeBlockCodec';
 import { Block, BlockIterator } from './block';
 import { BlockArena } from './blockArena';
+import { BlockPrefetcher, PrefetchFile } from './blockPrefetcher';
 
 /** Which block a read is for; it only shows in error messages. */
 export type BlockKind = 'data' | 'index' | 'filter' | 'metaindex' | 'properties' | 'range_del';
@@ -97,7 +98,7 @@ export function readFileBytes(fd: number, path: string, position: number, length
   return buf;
 }
 
-export class BlockFetcher {
+export class BlockFetcher implements PrefetchFile {
   readonly path: string;
   /**
    * The arena data blocks should be decoded into (pass it to readBlock), or null on the
@@ -108,7 +109,7 @@ export class BlockFetcher {
   private readonly checksumType: number;
   private readonly formatVersion: number;
   /** Where the blocks end and the footer starts: no handle may reach past it. */
-  private readonly blocksEndBytes: number;
+  readonly blocksEndBytes: number;
   /**
    * The native block codec when it is built and handles this file's checksum type, else null;
    * set to null once a block's compression turns out to be one it does not decode.
@@ -148,10 +149,43 @@ export class BlockFetcher {
     this.fd = -1;
   }
 
-  /** Reads, verifies (if asked) and decompresses one block; returns its contents. */
-  readBlock(handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null = null): Buffer {
-    if (this.nativeCodec !== null) return this.readBlockNative(this.nativeCodec, handle, kind, verify, arena);
+  /**
+   * Reads, verifies (if asked) and decompresses one block; returns its contents. With a
+   * prefetcher (an iterator's, blockPrefetcher.ts), sequential reads come from its readahead.
+   */
+  readBlock(handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null = null, prefetcher?: BlockPrefetcher): Buffer {
+    if (prefetcher !== undefined) {
+      this.checkBlockHandle(handle, kind);
+      const bytes = prefetcher.bytesFor(this, handle.offset, handle.size);
+      if (bytes !== null) return this.blockFromBytes(bytes, prefetcher.bufferOffset, handle, kind, verify, arena);
+    }
+    if (this.nativeCodec !== null) return this.readBlockNative(this.nativeCodec, this.fd, handle.offset, handle, kind, verify, arena);
     const buf = this.readRawBlock(handle, kind);
+    if (verify && !this.checksumMatches(buf, handle.size)) throw this.checksumError(buf, handle, kind);
+    return this.decompress(buf, handle, kind);
+  }
+
+  /** PrefetchFile: file bytes [position, position + length) into buf[0, length). */
+  readInto(buf: Buffer, position: number, length: number): void {
+    this.checkOpen();
+    readFileInto(this.fd, this.path, buf, 0, position, length);
+  }
+
+  /** A block (contents and trailer) already in memory at bytes[start..]: the same checks and results as a read. */
+  private blockFromBytes(
+    bytes: Buffer,
+    start: number,
+    handle: BlockHandle,
+    kind: BlockKind,
+    verify: boolean,
+    arena: BlockArena | null,
+  ): Buffer {
+    if (this.nativeCodec !== null) return this.readBlockNative(this.nativeCodec, bytes, start, handle, kind, verify, arena);
+    // The JavaScript path decodes in its scratch frame (LZ4 is framed in place there): copy in.
+    const frame = this.scratchFrame(handle.size + BLOCK_TRAILER_BYTES);
+    bytes.copy(frame, LZ4_NAPI_SIZE_BYTES, start, start + handle.size + BLOCK_TRAILER_BYTES);
+    perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
+    const buf = frame.subarray(LZ4_NAPI_SIZE_BYTES, LZ4_NAPI_SIZE_BYTES + handle.size + BLOCK_TRAILER_BYTES);
     if (verify && !this.checksumMatches(buf, handle.size)) throw this.checksumError(buf, handle, kind);
     return this.decompress(buf, handle, kind);
   }
@@ -174,9 +208,15 @@ export class BlockFetcher {
     return this.decompress(buf, handle, 'properties');
   }
 
-  /** readBlock() in one native call (src/sstable/nativeBlockCodec.ts): the same checks, the same errors. */
+  /**
+   * readBlock() in one native call (src/sstable/nativeBlockCodec.ts): the same checks, the same
+   * errors; `source` is the file descriptor (position: the handle's offset) or bytes holding the
+   * block at `position` (a readahead buffer).
+   */
   private readBlockNative(
     codec: NativeBlockCodec,
+    source: number | Buffer,
+    position: number,
     handle: BlockHandle,
     kind: BlockKind,
     verify: boolean,
@@ -185,8 +225,8 @@ export class BlockFetcher {
     this.checkBlockHandle(handle, kind);
     perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
     try {
-      if (arena !== null) return arena.readBlock(codec, this.fd, handle.offset, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
-      return codec.readBlock(this.fd, handle.offset, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
+      if (arena !== null) return arena.readBlock(codec, source, position, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
+      return codec.readBlock(source, position, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
     } catch (e) {
       if (isNativeCodecError(e) && e.code === 'UNSUPPORTED_COMPRESSION' && isReadableCompression(e.compressionType ?? -1)) {
         // Zlib or ZSTD: the JavaScript path decodes it (and checks the checksum again itself).
@@ -344,17 +384,18 @@ export class BlockFetcher {
   private readRawBlock(handle: BlockHandle, kind: BlockKind): Buffer {
     this.checkBlockHandle(handle, kind);
     const length = handle.size + BLOCK_TRAILER_BYTES;
-    const frameBytes = LZ4_NAPI_SIZE_BYTES + length;
-    let frame: Buffer;
-    if (frameBytes <= READ_SCRATCH_MAX_BYTES) {
-      if (this.readScratch.length < frameBytes)
-        this.readScratch = Buffer.allocUnsafe(Math.min(READ_SCRATCH_MAX_BYTES, Math.max(frameBytes, 2 * this.readScratch.length)));
-      frame = this.readScratch;
-    } else {
-      frame = Buffer.allocUnsafe(frameBytes);
-    }
+    const frame = this.scratchFrame(length);
     readFileInto(this.fd, this.path, frame, LZ4_NAPI_SIZE_BYTES, handle.offset, length);
     perf.blockBytesRead += length;
-    return frame.subarray(LZ4_NAPI_SIZE_BYTES, frameBytes);
+    return frame.subarray(LZ4_NAPI_SIZE_BYTES, LZ4_NAPI_SIZE_BYTES + length);
+  }
+
+  /** Room for `length` bytes after LZ4_NAPI_SIZE_BYTES of framing room: the scratch buffer, or a Buffer of their own when large. */
+  private scratchFrame(length: number): Buffer {
+    const frameBytes = LZ4_NAPI_SIZE_BYTES + length;
+    if (frameBytes > READ_SCRATCH_MAX_BYTES) return Buffer.allocUnsafe(frameBytes);
+    if (this.readScratch.length < frameBytes)
+      this.readScratch = Buffer.allocUnsafe(Math.min(READ_SCRATCH_MAX_BYTES, Math.max(frameBytes, 2 * this.readScratch.length)));
+    return this.readScratch;
   }
 }

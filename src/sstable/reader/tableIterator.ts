@@ -35,6 +35,7 @@ import { makeInternalKey, MAX_SEQUENCE_NUMBER, TRAILER_BYTES, ValueType } from '
 import { BLOCK_TRAILER_BYTES } from '../checksum';
 import { BlockIterator } from './block';
 import { BlockCacheHandle } from './blockCache';
+import { BlockPrefetcher } from './blockPrefetcher';
 
 /**
  * An iterator over index entries `separator → data block handle`: a single index block's
@@ -69,9 +70,10 @@ export interface TableBlockSource {
   /**
    * Loads (or finds in the cache) the data block at `offset` of `size` bytes, pinned. With
    * fillCache false, a block not in the cache is read without being inserted (compaction reads:
-   * each block once, which would only push hot blocks out).
+   * each block once, which would only push hot blocks out). A miss reads through `prefetcher`
+   * (the iterator's readahead, blockPrefetcher.ts) when given.
    */
-  loadDataBlock(offset: number, size: number, fillCache?: boolean): BlockCacheHandle;
+  loadDataBlock(offset: number, size: number, fillCache?: boolean, prefetcher?: BlockPrefetcher): BlockCacheHandle;
 }
 
 export interface TableIteratorOptions {
@@ -94,6 +96,8 @@ export class TableIterator implements InternalIterator {
   private readonly index: IndexIterator;
   private readonly data: BlockIterator;
   private readonly fillCache: boolean;
+  /** Readahead for this iterator's sequential block reads (blockPrefetcher.ts); released by close(). */
+  private readonly prefetcher = new BlockPrefetcher();
   /** Pin on the current data block, or null when none is loaded. */
   private pinned: BlockCacheHandle | null = null;
   /** File offset of the loaded data block, or -1. */
@@ -256,6 +260,7 @@ export class TableIterator implements InternalIterator {
   close(): void {
     if (this.closed) return;
     this.unpin();
+    this.prefetcher.release();
     this.index.close();
     this.data.close();
     this.closed = true;
@@ -334,7 +339,7 @@ export class TableIterator implements InternalIterator {
     const offset = this.index.handleOffset;
     if (offset !== this.loadedBlockOffset || this.pinned === null) {
       this.releaseBlock();
-      this.pinned = this.source.loadDataBlock(offset, this.index.handleSize, this.fillCache);
+      this.pinned = this.source.loadDataBlock(offset, this.index.handleSize, this.fillCache, this.prefetcher);
       this.loadedBlockOffset = offset;
       this.loadedBlockSize = this.index.handleSize;
       this.data.reset(this.pinned.block);

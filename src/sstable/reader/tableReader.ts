@@ -59,6 +59,7 @@ import { SeekKeyBuilder, makeInternalKey, MAX_SEQUENCE_NUMBER, sequenceOf, TRAIL
 import { decodePropertyMap, TableProperties } from '../properties';
 import { Block, BlockIterator, BlockValueFormat, KeyOrder } from './block';
 import { BlockCache, BlockCacheHandle, UncachedBlock } from './blockCache';
+import { BlockPrefetcher } from './blockPrefetcher';
 import { BlockFetcher, readFileBytes } from './blockFetcher';
 import { FilterReader } from './filterReader';
 import { PartitionedFilter, PartitionedIndexIterator } from './partitionedIndex';
@@ -327,7 +328,7 @@ export class TableReader implements TableBlockSource {
     return new BlockIterator(null, { order: compareInternalKeyRanges, internalKeys: true, globalSeqno: this.globalSeqno });
   }
 
-  loadDataBlock(offset: number, size: number, fillCache = true): BlockCacheHandle {
+  loadDataBlock(offset: number, size: number, fillCache = true, prefetcher?: BlockPrefetcher): BlockCacheHandle {
     this.blocks.checkOpen(); // directly, not through checkOpen(): one call less per block
     if (this.blockCache !== null) {
       const hit = this.blockCache.lookup(this.cacheId, offset);
@@ -336,7 +337,7 @@ export class TableReader implements TableBlockSource {
     // On the native path the block is decoded into the shared arena (blockFetcher.ts).
     const arena = this.blocks.dataArena;
     const block = Block.parse(
-      this.blocks.readBlock({ offset, size }, 'data', this.verifyChecksums, arena),
+      this.blocks.readBlock({ offset, size }, 'data', this.verifyChecksums, arena, prefetcher),
       this.path,
       offset,
       arena !== null,
