@@ -95,6 +95,19 @@ export function errorOf(status: number, body: Buffer): IngestError {
   return new IngestError(codeOfStatus(status), `the server answered ${status}: ${body.toString('utf8').slice(0, 200)}`);
 }
 
+/** Where a scan the server's limit cut goes on: the next request's `from` (forward) or exclusive `to` (reverse). */
+export interface ScanContinuation {
+  from?: Buffer;
+  to?: Buffer;
+}
+
+function continuationOf(next: { fromHex?: string; toHex?: string }): ScanContinuation {
+  return {
+    ...(next.fromHex === undefined ? {} : { from: Buffer.from(next.fromHex, 'hex') }),
+    ...(next.toHex === undefined ? {} : { to: Buffer.from(next.toHex, 'hex') }),
+  };
+}
+
 export class ServerClient {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
   private readonly base: URL;
@@ -189,12 +202,16 @@ export class ServerClient {
   /**
    * Streams a scan: `visit` gets each entry's key and value and returns false to stop (the
    * connection is then closed), or a promise to wait for (backpressure on the caller's output).
+   * Resolves to where the range goes on when the server's limit cut it (its last line,
+   * {"next": {"fromHex"|"toHex"}}: the next request's bound), else null (the range is done, or
+   * `visit` stopped).
    */
-  async scan(query: URLSearchParams, visit: (key: Buffer, value: Buffer) => boolean | Promise<boolean>): Promise<void> {
+  async scan(query: URLSearchParams, visit: (key: Buffer, value: Buffer) => boolean | Promise<boolean>): Promise<ScanContinuation | null> {
     query.set('hex', '1');
     const res = await this.start({ method: 'GET', pathAndQuery: `/v1/scan?${query.toString()}` }, (req) => req.end());
     if (res.statusCode !== 200) throw errorOf(res.statusCode ?? 0, await readAll(res, this.url));
     let pending = '';
+    let next: ScanContinuation | null = null;
     try {
       for await (const chunk of res) {
         pending += (chunk as Buffer).toString('latin1');
@@ -202,15 +219,21 @@ export class ServerClient {
           throw new IngestError('IO', `a scan line from ${this.url} is over ${MAX_SCAN_LINE_BYTES} bytes`);
         let nl: number;
         while ((nl = pending.indexOf('\n')) >= 0) {
-          const entry = JSON.parse(pending.slice(0, nl)) as { keyHex: string; valueHex: string };
+          const line = JSON.parse(pending.slice(0, nl)) as {
+            keyHex: string;
+            valueHex: string;
+            next?: { fromHex?: string; toHex?: string };
+          };
           pending = pending.slice(nl + 1);
-          if (!(await visit(Buffer.from(entry.keyHex, 'hex'), Buffer.from(entry.valueHex, 'hex')))) return;
+          if (line.next !== undefined) next = continuationOf(line.next);
+          else if (!(await visit(Buffer.from(line.keyHex, 'hex'), Buffer.from(line.valueHex, 'hex')))) return null;
         }
       }
     } finally {
       res.destroy();
     }
     if (pending.length > 0 || !res.complete) throw new IngestError('IO', `the scan from ${this.url} was cut off before its end`);
+    return next;
   }
 
   /**

@@ -23,7 +23,7 @@
  * wire and formatted here by the same DbTextCodec, so output and exit codes are those of --db
  * (a server's error comes back with its code; an unreachable server exits 1 naming the URL).
  * put/delete --json print the `ingest-sequence` the server acknowledged; delete-range is a
- * one-operation POST /v1/batch; scan reads pages of REMOTE_SCAN_PAGE_ENTRIES (each page its own
+ * one-operation POST /v1/batch; scan reads pages, following each page's continuation (each page its own
  * snapshot); stats prints the server's document without its "server" part. Not with --server:
  * `--stats` (the perf context is this process's) and `compact` (the server has no route for it:
  * it compacts in the background); both are usage errors, exit 2.
@@ -402,7 +402,7 @@ function scanLine(codec: DbTextCodec, json: boolean, encoding: ValueEncoding | n
   return [`${codec.displayKey(key)} :`, ...codec.columnLines(value, splitValue(value, encoding)).map((l) => `  ${l}`)].join('\n');
 }
 
-/** Entries a remote scan asks for per request: each page is its own request (and snapshot). */
+/** The most entries a remote scan with its own --limit asks for per request: each page is its own request (and snapshot). */
 export const REMOTE_SCAN_PAGE_ENTRIES = 100_000;
 
 interface ScanRange {
@@ -413,32 +413,33 @@ interface ScanRange {
 }
 
 /**
- * A scan through the server, in pages of REMOTE_SCAN_PAGE_ENTRIES (the server caps one request's
- * entries), each page starting just past the previous one's last key. Pages are separate reads,
- * so a scan longer than a page is not one snapshot (docs/serve.md says so).
+ * A scan through the server, in pages: each page's last line, when the page's limit cut the
+ * range, says where the next one starts (GET /v1/scan's {"next"}), and the scan follows it until
+ * the range is done or --limit entries are printed. Without --limit a page is the server's default
+ * size (ServerLimits.defaultScanLimit); with it, what is left of it, at most
+ * REMOTE_SCAN_PAGE_ENTRIES. Pages are separate reads, so a scan longer than a page is not one
+ * snapshot (docs/serve.md says so).
  */
 async function remoteScan(client: ServerClient, r: ScanRange, out: StdoutLines, line: (k: Buffer, v: Buffer) => string): Promise<void> {
   let from = r.from;
   let to = r.to;
   let left = r.limit;
   while (left > 0 && !out.closed) {
-    const page = Math.min(left, REMOTE_SCAN_PAGE_ENTRIES);
-    const query = new URLSearchParams({ limit: String(page), reverse: r.reverse ? '1' : '0' });
+    const query = new URLSearchParams({ reverse: r.reverse ? '1' : '0' });
+    if (Number.isFinite(left)) query.set('limit', String(Math.min(left, REMOTE_SCAN_PAGE_ENTRIES)));
     if (from !== undefined) query.set('from', from.toString('hex'));
     if (to !== undefined) query.set('to', to.toString('hex'));
     let got = 0;
-    let last: Buffer | null = null;
-    await client.scan(query, async (key, value) => {
+    const next = await client.scan(query, async (key, value) => {
       got++;
-      last = key;
       if (out.add(line(key, value))) await out.flush();
       return !out.closed;
     });
     left -= got;
-    if (got < page || last === null) return;
-    // The next page starts after `last`: its successor going forward, `last` itself (exclusive) going back.
-    if (r.reverse) to = last;
-    else from = Buffer.concat([last, Buffer.of(0)]);
+    // No continuation: the range is done (or the output closed). A page that sent nothing cannot move on.
+    if (next === null || got === 0) return;
+    if (next.from !== undefined) from = next.from;
+    if (next.to !== undefined) to = next.to;
   }
 }
 

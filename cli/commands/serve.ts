@@ -4,7 +4,8 @@
  *
  * Contract for scripts:
  * - once it listens, one JSON line on stdout: {"url", "pid", "db"}; a script waits for it;
- * - logs (server-side failures, shutdown) go to stderr;
+ * - logs go to stderr: one JSON line per request, import event, start-up and shutdown
+ *   (src/server/serverLog.ts; human-readable on a terminal), at --log-level and above;
  * - SIGTERM or SIGINT drains: no new requests, in-flight ones finish (at most --drain-timeout),
  *   the WAL is synced, the LOCK released; then exit 0. A second signal exits at once (1).
  * - binding a non-loopback --host needs --token-file (exit 2 otherwise); the token file's first
@@ -18,6 +19,7 @@ import { onFirstUse } from '../../src/util/onFirstUse';
 import { readTokenFile } from '../../src/server/auth';
 import { IngestError } from '../../src/util/errors';
 import { parseByteSize } from './importOptions';
+import { packageVersion } from '../version';
 
 interface ServeCliOptions {
   db: string;
@@ -37,6 +39,8 @@ interface ServeCliOptions {
   drainTimeout?: string;
   maxStagedSize?: string;
   stagedMaxAge?: string;
+  metricsPublic?: boolean;
+  logLevel: string;
 }
 
 function integerOption(text: string | undefined, name: string, min: number, max: number): number | undefined {
@@ -71,10 +75,10 @@ function limitsOf(o: ServeCliOptions): Partial<ServerLimits> {
 function untilSignalled(server: IngestServer): Promise<void> {
   return new Promise((resolve, reject) => {
     const onSignal = (signal: NodeJS.Signals): void => {
-      process.stderr.write(`${signal}: draining ${server.url}\n`);
       process.once('SIGTERM', () => process.exit(1));
       process.once('SIGINT', () => process.exit(1));
-      server.close().then(resolve, reject);
+      // The log's "draining" line names the signal; its "stopped" line ends the log.
+      server.close(signal).then(resolve, reject);
     };
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
@@ -83,9 +87,13 @@ function untilSignalled(server: IngestServer): Promise<void> {
 
 /** The server's modules (fastify among them) load only for `ingest serve`, not for every command. */
 const serverModule = onFirstUse(() => require('../../src/server/server') as typeof import('../../src/server/server'));
+const logModule = onFirstUse(() => require('../../src/server/serverLog') as typeof import('../../src/server/serverLog'));
 
 async function serveCommand(o: ServeCliOptions): Promise<void> {
   const port = integerOption(o.port, '--port', 0, 65535) ?? DEFAULT_PORT;
+  const logLevel = logModule().parseLogLevel(o.logLevel);
+  if (logLevel === null)
+    throw new IngestError('USAGE', `--log-level must be one of ${logModule().LOG_LEVELS.join(', ')}, got "${o.logLevel}"`);
   const server = await serverModule().IngestServer.start({
     dbDir: o.db,
     host: o.host,
@@ -93,10 +101,12 @@ async function serveCommand(o: ServeCliOptions): Promise<void> {
     token: o.tokenFile === undefined ? undefined : readTokenFile(o.tokenFile),
     sync: o.sync === true,
     limits: limitsOf(o),
+    metricsPublic: o.metricsPublic === true,
+    logLevel,
+    version: packageVersion(),
   });
   process.stdout.write(`${JSON.stringify({ url: server.url, pid: process.pid, db: o.db })}\n`);
   await untilSignalled(server);
-  process.stderr.write('stopped\n');
 }
 
 export function registerServeCommand(program: Command): void {
@@ -135,5 +145,11 @@ export function registerServeCommand(program: Command): void {
       `bytes all staged imports together may hold; a PUT past it is 507 (default ${DEFAULT_LIMITS.maxStagedBytes / 2 ** 30}GiB)`,
     )
     .option('--staged-max-age <ms>', `a staged import untouched this long is removed (default ${DEFAULT_LIMITS.stagedMaxAgeMs}: 3 days)`)
+    .option(
+      '--log-level <level>',
+      'the lowest level logged on stderr: fatal, error, warn, info (every request), debug, trace, silent',
+      'info',
+    )
+    .option('--metrics-public', 'serve GET /metrics without the token (for a Prometheus scraper on a trusted network)')
     .action((o: ServeCliOptions) => serveCommand(o));
 }

@@ -110,10 +110,13 @@ export interface EngineBinding<E> {
   scheduleCompactions(): void;
 }
 
+/** The block cache an engine opens with when its options name none (EngineOptions.blockCacheSizeBytes). */
+export const DEFAULT_BLOCK_CACHE_BYTES = 32 * 1024 * 1024;
+
 const DEFAULTS = {
   writeBufferSizeBytes: 64 * 1024 * 1024,
   maxImmutableMemtables: 2,
-  blockCacheSizeBytes: 32 * 1024 * 1024,
+  blockCacheSizeBytes: DEFAULT_BLOCK_CACHE_BYTES,
   maxOpenFiles: 1000,
   flushSliceEntries: 4096,
 };

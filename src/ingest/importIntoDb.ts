@@ -167,6 +167,11 @@ export interface DbImportOptions {
    * library caller; the CLI passes its --max-space-amp and --compact-budget (default 1.3, 10m).
    */
   space?: SpacePolicyOptions;
+  /**
+   * Called once the import's SSTs are written (at once for `prebuilt` ones), as the conflict check
+   * (and the ingestion or plan after it) starts: the server shows its running imports' phase with it.
+   */
+  onCheckStart?: () => void;
 }
 
 /** One file of the ingestion (done or planned), as the JSON summary shows it. */
@@ -310,6 +315,7 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
     try {
       const keySpec = KeySpec.of(this.opts.import.key ?? '1');
       const summary = outputDir === null ? (prebuilt as ImportSummary) : await this.runCsvImport(keySpec, outputDir);
+      this.opts.onCheckStart?.();
       const result = await this.withEngine<DbCheckResult | DbImportResult>(creating, (engine) =>
         this.mode === 'check' ? this.checkOnly(engine, summary, keySpec) : this.intoEngine(engine, summary, keySpec, creating),
       );

@@ -28,8 +28,8 @@ export class ImportQueue {
     return this.limit.pendingCount;
   }
 
-  /** Runs `job` in its turn; throws 429 when the queue is full. */
-  run<T>(job: () => Promise<T>): Promise<T> {
+  /** Throws 429 when the queue is full (a job given to run() now would be refused). */
+  checkRoom(): void {
     if (this.limit.activeCount >= this.maxConcurrent && this.limit.pendingCount >= this.maxQueued) {
       throw new HttpError(
         429,
@@ -37,6 +37,11 @@ export class ImportQueue {
         `${this.limit.activeCount} import(s) running and ${this.limit.pendingCount} queued, the most this server takes; retry later`,
       );
     }
+  }
+
+  /** Runs `job` in its turn; throws 429 when the queue is full. */
+  run<T>(job: () => Promise<T>): Promise<T> {
+    this.checkRoom();
     return this.limit(job);
   }
 }

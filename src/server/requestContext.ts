@@ -10,8 +10,11 @@ import { ImportQueue } from './importQueue';
 import { badRequest } from './httpErrors';
 import type { RequestMemory } from './memoryBudget';
 import type { StagedImports } from './stagedImports';
+import type { ImportRegistry } from './importRegistry';
 
 export interface RequestContext {
+  /** The request's id in the log (`<server start, base 36>-<n>`). */
+  requestId: string;
   req: IncomingMessage;
   res: ServerResponse;
   /** The path's parameter (`/v1/kv/{key}`), still percent-encoded; '' when the route has none. */
@@ -24,6 +27,8 @@ export interface RequestContext {
   imports: ImportQueue;
   /** The staged imports (stagedImports.ts), kept on disk in the database directory. */
   staging: StagedImports;
+  /** Every import the server runs and ran lately (importRegistry.ts): the console's and the metrics' source. */
+  importRegistry: ImportRegistry;
   /** fdatasync every write before acknowledging it (`ingest serve --sync`). */
   syncWrites: boolean;
   /** This request's share of the server's memory budget, released when it is answered. */

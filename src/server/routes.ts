@@ -3,7 +3,9 @@
  * time limit it runs under. Matching is by exact path, then by prefix for `/v1/kv/{key}` (the key
  * is the rest of the path, still percent-encoded), then by the staged imports' templates
  * `/v1/imports/{id}`, `/v1/imports/{id}/commit` and `/v1/imports/{id}/files/{name}` (the
- * parameter is `id`, or `id/name`; the handlers check both). A known path with another method is
+ * parameter is `id`, or `id/name`; the handlers check both), and by prefix for the console's
+ * `/ui/{asset}` (routes/console.ts), and the console data's `/v1/console/imports/{id}/conflicts`
+ * (routes/consoleData.ts). A known path with another method is
  * a 405 with an Allow header; an unknown path a 404.
  */
 import { RouteHandler } from './requestContext';
@@ -15,10 +17,19 @@ import { getHealth } from './routes/stats';
 import { postImport } from './routes/imports';
 import { postSstUpload } from './routes/sstUploads';
 import { commitStagedImport, deleteStagedImport, getStagedImport, listStagedImports, putStagedFile } from './routes/stagedFiles';
+import { CONSOLE_PATH, CONSOLE_PREFIX, consoleRoute } from './routes/console';
+import {
+  CONSOLE_CONFLICTS,
+  CONSOLE_HISTORY,
+  CONSOLE_IMPORTS,
+  conflictsParamOf,
+  getConsoleConflicts,
+  getConsoleImports,
+} from './routes/consoleData';
 
 export interface Route {
   handler: RouteHandler;
-  /** GET /healthz only: no token needed. */
+  /** GET /healthz, the console's static files (/ui, /ui/{asset}), GET /metrics with --metrics-public: no token needed. */
   public: boolean;
   /** Imports run under importTimeoutMs, everything else under requestTimeoutMs. */
   isImport: boolean;
@@ -36,7 +47,18 @@ function route(handler: RouteHandler, opts: { public?: boolean; isImport?: boole
   return { handler, public: opts.public === true, isImport: opts.isImport === true };
 }
 
-export function routeTable(stats: RouteHandler): ReadonlyMap<string, MethodTable> {
+/** The web console's files carry no data (its data calls are /v1 requests with the token): public, GET and HEAD. */
+const consoleMethods: MethodTable = { GET: route(consoleRoute(), { public: true }), HEAD: route(consoleRoute(), { public: true }) };
+
+/** The handlers that close over the server's own state (routes/consoleData.ts, metrics.ts). */
+export interface ServerRouteHandlers {
+  history: RouteHandler;
+  metrics: RouteHandler;
+  /** GET /metrics needs no token (`ingest serve --metrics-public`). */
+  metricsPublic: boolean;
+}
+
+export function routeTable(stats: RouteHandler, server: ServerRouteHandlers): ReadonlyMap<string, MethodTable> {
   return new Map<string, MethodTable>([
     ['/healthz', { GET: route(getHealth, { public: true }) }],
     [KV_PREFIX, { GET: route(getKey), PUT: route(putKey), DELETE: route(deleteKey) }],
@@ -48,6 +70,12 @@ export function routeTable(stats: RouteHandler): ReadonlyMap<string, MethodTable
     [STAGED_IMPORT, { GET: route(getStagedImport), DELETE: route(deleteStagedImport) }],
     [STAGED_COMMIT, { POST: route(commitStagedImport, { isImport: true }) }],
     [STAGED_FILE, { PUT: route(putStagedFile, { isImport: true }) }],
+    [CONSOLE_PATH, consoleMethods],
+    [CONSOLE_IMPORTS, { GET: route(getConsoleImports) }],
+    [CONSOLE_CONFLICTS, { GET: route(getConsoleConflicts) }],
+    [CONSOLE_HISTORY, { GET: route(server.history) }],
+    ['/metrics', { GET: route(server.metrics, { public: server.metricsPublic }) }],
+    [CONSOLE_PREFIX, consoleMethods],
   ]);
 }
 
@@ -65,9 +93,24 @@ function stagedTemplateOf(rawPath: string): { template: string; param: string } 
 function keyOf(table: ReadonlyMap<string, MethodTable>, rawPath: string): { key: string; param: string } {
   if (table.has(rawPath)) return { key: rawPath, param: '' };
   if (rawPath.startsWith(KV_PREFIX)) return { key: KV_PREFIX, param: rawPath.slice(KV_PREFIX.length) };
+  if (rawPath.startsWith(CONSOLE_PREFIX)) return { key: CONSOLE_PREFIX, param: rawPath.slice(CONSOLE_PREFIX.length) };
+  const conflictsOf = conflictsParamOf(rawPath);
+  if (conflictsOf !== null) return { key: CONSOLE_CONFLICTS, param: conflictsOf };
   const staged = stagedTemplateOf(rawPath);
   if (staged !== null) return { key: staged.template, param: staged.param };
   return { key: rawPath, param: '' };
+}
+
+/**
+ * The route template a path matches (`/v1/kv/{key}`, `/v1/imports/{id}/commit`, a prefix's
+ * `{path}`, an exact path), or null for a path no route has: metrics and logs name a request by
+ * it, never by its raw path (which holds keys, and is unbounded).
+ */
+export function routeTemplateOf(table: ReadonlyMap<string, MethodTable>, rawPath: string): string | null {
+  const { key } = keyOf(table, rawPath);
+  if (!table.has(key)) return null;
+  if (key === KV_PREFIX) return `${KV_PREFIX}{key}`;
+  return key.endsWith('/') ? `${key}{path}` : key;
 }
 
 /** The route for a request and its path parameter. */

@@ -11,13 +11,16 @@
  *
  * Lifecycle:
  *   start   open the engine (creating the database when missing), or take the caller's open
- *           `engine`; load the staged imports (stagedImports.ts, expiring the stale); listen, write DIR/SERVER (serverRecord.ts), print nothing itself (the CLI
- *           prints the one JSON line);
+ *           `engine`; load the staged imports (stagedImports.ts, expiring the stale); listen, write DIR/SERVER (serverRecord.ts), start
+ *           the console's history sampler, log "listening" (serverLog.ts; stdout is the CLI's: its one JSON line);
  *   serve   each request: in-flight limit (429), draining (503), route (404/405), token (401),
  *           a time limit (408), the handler; a throw becomes the JSON error (httpErrors.ts);
- *   close   stop accepting, close idle keep-alive connections, let in-flight requests finish (at
+ *           once answered, its route template, status, duration and bytes go to the metrics
+ *           (metrics.ts), the log and the history (requestObserver.ts); imports are registered
+ *           in the import registry (importRegistry.ts);
+ *   close   log "draining", stop the history sampler, stop accepting, close idle keep-alive connections, let in-flight requests finish (at
  *           most drainTimeoutMs, then cut them off), remove DIR/SERVER, close the engine (it
- *           syncs the WAL and releases the LOCK) unless it is the caller's, which stays open.
+ *           syncs the WAL and releases the LOCK) unless it is the caller's, which stays open; log "stopped".
  * A write is acknowledged only once it is in the WAL (fdatasynced with --sync), so SIGKILL loses
  * nothing acknowledged: recovery replays the WAL. An import lands in one manifest edit or not at
  * all; its scratch directory is removed by the next open after a kill.
@@ -34,11 +37,19 @@ import { TokenCheck, checkTokenText } from './auth';
 import { ImportQueue } from './importQueue';
 import { HttpError, RETRY_AFTER_SECONDS, errorReplyOf } from './httpErrors';
 import { RequestContext, queryFlag } from './requestContext';
-import { Route, resolveRoute, routeTable } from './routes';
+import { Route, resolveRoute, routeTable, routeTemplateOf } from './routes';
+import { FinishedRequest, WatchedRequest, watchRequest } from './requestObserver';
+import { LogLevel, ServerLog } from './serverLog';
 import { ServerCounters, statsRoute } from './routes/stats';
 import { parseQuery } from './urlBytes';
 import { removeServerRecord, writeServerRecord } from './serverRecord';
 import { StagedImports } from './stagedImports';
+import { ImportRegistry } from './importRegistry';
+import { HistorySampler, dataOperationOf } from './historySampler';
+import { historyRoute } from './routes/consoleData';
+import { ServerMetrics, metricsRoute } from './metrics';
+import { BlockCache } from '../sstable/reader/blockCache';
+import { DEFAULT_BLOCK_CACHE_BYTES } from '../engine/open';
 
 const MAX_QUERY_PARAMETERS = 64;
 
@@ -64,10 +75,27 @@ export interface ServeOptions {
   limits?: Partial<ServerLimits>;
   /** Options for the engine the server opens at dbDir (`sync` is the option above). */
   engineOptions?: Omit<EngineOptions, 'sync'>;
-  /** One line per server-side failure (5xx) and per lifecycle step; default stderr. */
+  /**
+   * Every log line (one JSON object, without its newline) to this function instead of stderr
+   * (serverLog.ts: requests, imports, start-up and shutdown, 5xx causes).
+   */
   log?: (line: string) => void;
+  /** The lowest level logged (`--log-level`; default info: every request). */
+  logLevel?: LogLevel;
+  /** The version the start-up line names (the CLI's package version); default "unknown". */
+  version?: string;
   /** How often a database stopped by a full disk is asked to resume (default RECOVERY_POLL_MS; tests go faster). */
   recoveryPollMs?: number;
+  /** GET /metrics without the token (`--metrics-public`); default false: it needs the token like /v1. */
+  metricsPublic?: boolean;
+}
+
+/**
+ * The block cache for an engine the server opens: the caller's (engineOptions.blockCache), else
+ * one made here as the engine would make it, so that the metrics can read its hits and misses.
+ */
+function blockCacheFor(opts: ServeOptions): BlockCache {
+  return opts.engineOptions?.blockCache ?? new BlockCache(opts.engineOptions?.blockCacheSizeBytes ?? DEFAULT_BLOCK_CACHE_BYTES);
 }
 
 /** The directory to open: ServeOptions without an `engine` must name one. */
@@ -114,6 +142,8 @@ export class IngestServer {
   private draining = false;
   private closePromise: Promise<void> | null = null;
   private requests = 0;
+  /** Request ids are `<server start, ms base 36>-<n>`: unique per server, ordered. */
+  private readonly idPrefix = Date.now().toString(36);
   private errors = 0;
   /** What every request together holds in memory (memoryBudget.ts). */
   readonly memory: ServerMemoryBudget;
@@ -121,6 +151,16 @@ export class IngestServer {
   private readonly recovery: WriteRecovery;
   /** The staged imports (stagedImports.ts): opened by start(), their expiry timer stopped by close(). */
   readonly staging: StagedImports;
+  /** Every import run here and the recent ones (importRegistry.ts): the console's, the metrics' and the log's source. */
+  readonly importRegistry: ImportRegistry;
+  /** The console's charts: a sample a second (historySampler.ts), its timer stopped by close(). */
+  readonly history: HistorySampler;
+  /** GET /metrics (metrics.ts): a prom-client Registry of this server's own. */
+  readonly metrics: ServerMetrics;
+  /** The log (serverLog.ts): pino, JSON lines on stderr (pretty on a terminal) or to ServeOptions.log. */
+  readonly serverLog: ServerLog;
+  /** Each request being handled, for its 5xx cause's log line. */
+  private readonly watched = new WeakMap<http.IncomingMessage, WatchedRequest>();
   url = '';
 
   /** Whether writes are fdatasynced before they are acknowledged (ServeOptions.sync). */
@@ -131,14 +171,35 @@ export class IngestServer {
     /** The server opened the engine and closes it; false for a caller's `engine`. */
     private readonly ownsEngine: boolean,
     readonly limits: Readonly<ServerLimits>,
-    private readonly opts: ServeOptions,
+    opts: ServeOptions,
+    /** The engine's block cache when the server opened the engine, else null (the metrics then have no cache series). */
+    blockCache: BlockCache | null,
   ) {
     this.syncWrites = opts.sync ?? (ownsEngine ? false : engine.syncsWritesByDefault);
     this.imports = new ImportQueue(limits.maxConcurrentImports, limits.maxQueuedImports);
     this.memory = new ServerMemoryBudget(limits.memoryBudgetBytes, limits.memoryWaitMs);
     this.tokenCheck = opts.token === undefined ? null : new TokenCheck(opts.token);
+    this.serverLog = new ServerLog({ level: opts.logLevel, sink: opts.log });
     this.staging = new StagedImports(engine.dir, limits, (line) => this.log(line));
-    this.routes = routeTable(statsRoute(() => this.counters()));
+    this.importRegistry = new ImportRegistry((e) => this.serverLog.importEvent(e));
+    this.history = new HistorySampler(() => engine.stats());
+    this.metrics = new ServerMetrics({
+      engine,
+      blockCache,
+      imports: this.imports,
+      importRegistry: this.importRegistry,
+      memory: this.memory,
+      connections: () => this.sockets.size,
+      inFlightRequests: () => this.inFlight.size,
+    });
+    this.routes = routeTable(
+      statsRoute(() => this.counters()),
+      {
+        history: historyRoute(this.history),
+        metrics: metricsRoute(this.metrics),
+        metricsPublic: opts.metricsPublic === true,
+      },
+    );
     this.http = http.createServer(
       {
         maxHeaderSize: limits.maxHeaderBytes,
@@ -157,7 +218,7 @@ export class IngestServer {
       socket.on('close', () => this.sockets.delete(socket));
     });
     this.http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
-    this.recovery = new WriteRecovery(engine, (line) => this.log(line), opts.recoveryPollMs);
+    this.recovery = new WriteRecovery(engine, (line) => this.log(line, 'info'), opts.recoveryPollMs);
     this.recovery.start();
     ignoreStderrErrors();
   }
@@ -174,9 +235,12 @@ export class IngestServer {
     if (opts.token !== undefined) checkTokenText(opts.token, 'the token');
     const limits = { ...DEFAULT_LIMITS, ...opts.limits };
     const ownsEngine = opts.engine === undefined;
-    const engine = opts.engine ?? (await Engine.open(dbDirOf(opts), { ...opts.engineOptions, sync: opts.sync === true }));
+    const blockCache = ownsEngine ? blockCacheFor(opts) : null;
+    const engine =
+      opts.engine ??
+      (await Engine.open(dbDirOf(opts), { ...opts.engineOptions, blockCache: blockCache ?? undefined, sync: opts.sync === true }));
     if (!ownsEngine) checkCallersEngine(opts, engine);
-    const server = new IngestServer(engine, ownsEngine, limits, opts);
+    const server = new IngestServer(engine, ownsEngine, limits, opts, blockCache);
     try {
       server.staging.open();
     } catch (err) {
@@ -196,6 +260,8 @@ export class IngestServer {
       });
     }
     writeServerRecord(engine.dir, { url: server.url, pid: process.pid });
+    server.history.start();
+    server.serverLog.listening(server.url, engine.dir, opts.version ?? 'unknown');
     return server;
   }
 
@@ -211,10 +277,10 @@ export class IngestServer {
     });
   }
 
-  /** A line on the log; a log that cannot be written (a full disk, a closed pipe) never stops the server. */
-  private log(line: string): void {
+  /** A notice of the server's own on the log; a log that cannot be written (a full disk, a closed pipe) never stops the server. */
+  private log(line: string, level: 'info' | 'warn' = 'warn'): void {
     try {
-      (this.opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(line);
+      this.serverLog.notice(level, line);
     } catch {
       // Dropped: serving matters more than the log line.
     }
@@ -245,6 +311,7 @@ export class IngestServer {
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const code = status === 408 ? 'TIMEOUT' : status === 431 ? 'TOO_LARGE' : 'BAD_INPUT';
+    this.serverLog.malformed(status, code);
     // A client that half-closes mid-request (a Content-Length it never sent in full) surfaces here, not in the route.
     const message =
       err.code === 'HPE_INVALID_EOF_STATE'
@@ -281,6 +348,8 @@ export class IngestServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.requests++;
+    const watched = watchRequest(req, res, `${this.idPrefix}-${this.requests}`, (r) => this.requestDone(r));
+    this.watched.set(req, watched);
     let timer: NodeJS.Timeout | null = null;
     let ctx: RequestContext | null = null;
     try {
@@ -292,9 +361,11 @@ export class IngestServer {
       // nothing about its query (401, not a 400 describing it).
       const url = req.url ?? '/';
       const q = url.indexOf('?');
-      const { route, param } = resolveRoute(this.routes, req.method ?? 'GET', q < 0 ? url : url.slice(0, q));
+      const rawPath = q < 0 ? url : url.slice(0, q);
+      watched.route = routeTemplateOf(this.routes, rawPath) ?? watched.route;
+      const { route, param } = resolveRoute(this.routes, req.method ?? 'GET', rawPath);
       if (!route.public && this.tokenCheck !== null) this.tokenCheck.check(req);
-      ctx = this.contextOf(req, res, route, param, q < 0 ? '' : url.slice(q + 1));
+      ctx = this.contextOf(req, res, route, param, q < 0 ? '' : url.slice(q + 1), watched.id);
       timer = this.deadline(ctx, route.isImport ? this.limits.importTimeoutMs : this.limits.requestTimeoutMs);
       await route.handler(ctx);
     } catch (err) {
@@ -305,15 +376,25 @@ export class IngestServer {
     }
   }
 
+  /** A request answered (or cut off): the history, the metrics and the log hear of it. */
+  private requestDone(r: FinishedRequest): void {
+    const operation = dataOperationOf(r.route, r.method);
+    if (operation !== null) this.history.observe(operation, r.durationMs);
+    this.metrics.observeRequest(r);
+    this.serverLog.request(r);
+  }
+
   private contextOf(
     req: http.IncomingMessage,
     res: http.ServerResponse,
     route: Route,
     param: RequestContext['param'],
     rawQuery: string,
+    requestId: string,
   ): RequestContext & { route: Route } {
     const query = parseQuery(rawQuery, MAX_QUERY_PARAMETERS);
     return {
+      requestId,
       req,
       res,
       route,
@@ -324,6 +405,7 @@ export class IngestServer {
       limits: this.limits,
       imports: this.imports,
       staging: this.staging,
+      importRegistry: this.importRegistry,
       syncWrites: this.syncWrites,
       memory: new RequestMemory(this.memory),
     };
@@ -343,10 +425,10 @@ export class IngestServer {
   private replyError(req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void {
     this.errors++;
     const reply = errorReplyOf(err);
-    if (reply.status >= 500)
-      this.log(
-        `${req.method} ${(req.url ?? '').slice(0, 200)}: ${reply.status} ${reply.code}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
-      );
+    if (reply.status >= 500) {
+      const watched = this.watched.get(req);
+      this.serverLog.requestFailed(watched?.id ?? '', watched?.route ?? '', reply.status, reply.code, err);
+    }
     if (res.headersSent) {
       res.destroy();
       return;
@@ -367,14 +449,16 @@ export class IngestServer {
 
   // --- shutdown ------------------------------------------------------------------------------------
 
-  /** Drains and stops (idempotent): see the module comment. */
-  close(): Promise<void> {
-    if (this.closePromise === null) this.closePromise = this.closeOnce();
+  /** Drains and stops (idempotent): see the module comment. `reason` goes on the log's draining line (the signal). */
+  close(reason?: string): Promise<void> {
+    if (this.closePromise === null) this.closePromise = this.closeOnce(reason);
     return this.closePromise;
   }
 
-  private async closeOnce(): Promise<void> {
+  private async closeOnce(reason: string | undefined): Promise<void> {
     this.draining = true;
+    this.serverLog.draining(reason, this.inFlight.size);
+    this.history.stop();
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
     const drained = await this.waitForInFlight(this.limits.drainTimeoutMs);
@@ -389,6 +473,7 @@ export class IngestServer {
     // The record goes while the LOCK is still ours, so it never names a server that is gone.
     removeServerRecord(this.engine.dir);
     if (this.ownsEngine) await this.engine.close();
+    this.serverLog.stopped();
   }
 
   /** True when every in-flight request finished within `ms`. */

@@ -74,7 +74,7 @@ export function bytesOfJsonString(value: unknown, hex: boolean, what: string): B
 }
 
 /** `{key|keyHex: ...}` for output: text only when exact. */
-export function jsonBytesField(name: 'key' | 'value', bytes: Buffer, hex: boolean): Record<string, string> {
+export function jsonBytesField(name: 'key' | 'value' | 'from' | 'to', bytes: Buffer, hex: boolean): Record<string, string> {
   if (!hex && isUtf8(bytes)) return { [name]: bytes.toString('utf8') };
   return { [`${name}Hex`]: bytes.toString('hex') };
 }

@@ -56,13 +56,17 @@ describe('the npm tarball', () => {
     fs.rmSync(work, { recursive: true, force: true });
   });
 
-  it('ships the compiled library, its declarations and the CLI, and nothing of the tests', () => {
+  it('ships the compiled library, its declarations, the CLI and the web console, and nothing of the tests', () => {
     const pkg = path.join(app, 'node_modules', 'sst-ingest');
     for (const f of [
       'dist/src/index.js',
       'dist/src/index.d.ts',
       'dist/cli/ingest.js',
       'dist/src/ingest/parse/parseWorker.js',
+      // The web console's bundle (scripts/build-ui.js, run by `npm run build`), served by `ingest serve` at /ui.
+      'dist/ui/index.html',
+      'dist/ui/app.js',
+      'dist/ui/app.css',
       'package.json',
     ]) {
       expect(fs.existsSync(path.join(pkg, f))).toBe(true);

@@ -146,10 +146,14 @@ export async function scanAll(
   const text = reply.body.toString('utf8');
   if (text === '') return [];
   expect(text.endsWith('\n')).toBe(true);
-  return text
+  const lines = text
     .slice(0, -1)
     .split('\n')
-    .map((line) => JSON.parse(line) as ScanEntry);
+    .map((line) => JSON.parse(line) as ScanEntry & { next?: unknown });
+  // A continuation line means the limit cut the scan: not every entry.
+  if (lines[lines.length - 1].next !== undefined)
+    throw new Error(`scanAll: the scan stopped at its limit: ${JSON.stringify(lines[lines.length - 1])}`);
+  return lines;
 }
 
 /** Scan entries as key text → value text (keys and values the tests write are UTF-8). */

@@ -704,7 +704,9 @@ test('bad query options, unknown routes and methods, raw garbage on a TCP socket
 test('afterwards: over 1,000 malformed requests answered, the server serves, the database is unchanged', async () => {
   const total = [...counts.values()].reduce((a, b) => a + b, 0);
   expect(total).toBeGreaterThanOrEqual(1000);
-  expect(logs).toEqual([]);
+  // No server-side failure (error lines are 5xx causes); refused imports are warnings, requests info.
+  expect(logs.filter((l) => ['error', 'fatal'].includes((JSON.parse(l) as { level: string }).level))).toEqual([]);
+  expect(logs.length).toBeGreaterThanOrEqual(1000);
   const after = await dbState();
   expect(after.lastSequence).toBe(before.lastSequence);
   expect(after.files).toBe(before.files);

@@ -20,15 +20,16 @@ import * as path from 'path';
 import { ownScratchDirPrefix } from '../../engine/scratchDirs';
 import { DbCheckResult, DbImport, DbImportOptions, DbImportResult, conflictFailure } from '../../ingest/importIntoDb';
 import { dbRunJson } from '../../ingest/importJson';
-import { Progress } from '../../ingest/progress';
 import { DEFAULT_MEMORY_LIMIT_BYTES } from '../../ingest/memoryBudget';
 import { SpaceSettleResult, settleSpace, spacePolicyOf, spaceSettleFailure } from '../../ingest/spacePolicy';
 import { conflictReportJson } from '../../conflict/report';
 import { dbImportOptionsOf } from '../../ingest/options/importSettings';
 import { IngestError } from '../../util/errors';
 import { RequestContext, replyJson } from '../requestContext';
+import { HttpError } from '../httpErrors';
 import { importRequestOf } from '../importQuery';
 import { spoolBody } from '../requestBody';
+import { ImportKind, ImportMode, TrackedImport, checkPhaseOf } from '../importRegistry';
 
 /** A scratch directory inside the database for one request, removed by `release`. */
 export function makeRequestScratchDir(dbDir: string): { dir: string; release: () => void } {
@@ -59,18 +60,61 @@ export function replyImportResult(ctx: RequestContext, result: DbImportResult | 
  * It runs in the import queue's turn, one at a time; its compaction yields to reads and writes as
  * every compaction does.
  */
-export async function runServerImport(ctx: RequestContext, options: DbImportOptions): Promise<DbImportResult | DbCheckResult> {
+export async function runServerImport(
+  ctx: RequestContext,
+  options: DbImportOptions,
+  tracked: TrackedImport,
+): Promise<DbImportResult | DbCheckResult> {
   // The import's sort buffers and workers hold up to its memory limit while it runs.
   await ctx.memory.reserve(options.import.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT_BYTES, 'import');
   const result = await new DbImport({
     ...options,
     engine: ctx.engine,
-    import: { ...options.import, progress: Progress.forStderr(true) },
+    // Progress goes to the import registry (the console, the metrics, the log), never to stderr.
+    import: { ...options.import, progress: undefined, onProgress: (e) => tracked.progress(e) },
+    onCheckStart: () => tracked.setPhase(checkPhaseOf(tracked.mode)),
   }).run();
   if (result.mode === 'import' && !result.dryRun && (result.ingest !== null || result.replaceRange !== null)) {
     result.space = await settleLiveSpace(ctx, result);
   }
+  tracked.finish(result);
   return result;
+}
+
+/**
+ * Runs an import request's `job` in the import queue's turn, registered in the import registry
+ * from the moment the queue takes it (a request the queue refuses, 429, is never registered);
+ * a job that throws marks it failed. The job calls runServerImport, which records the result.
+ */
+export async function trackImport(
+  ctx: RequestContext,
+  spec: { kind: ImportKind; names: readonly string[]; mode: ImportMode },
+  job: (tracked: TrackedImport) => Promise<void>,
+): Promise<void> {
+  ctx.imports.checkRoom();
+  const tracked = ctx.importRegistry.begin(spec.kind, spec.names, spec.mode, ctx.requestId);
+  try {
+    await ctx.imports.run(() => job(tracked));
+  } catch (err) {
+    tracked.fail(err);
+    throw err;
+  } finally {
+    // A job that neither finished nor threw (it answered without running the import) is not left running.
+    tracked.fail(new HttpError(500, 'INTERNAL', 'the import ended without a result'));
+  }
+}
+
+/**
+ * Phase "receiving": the body's bytes as they arrive (as sent: gzip or multipart framing
+ * included), of its Content-Length when given. Call it in the same tick as the body's reader
+ * starts (spoolBody, busboy's pipe): the count's 'data' listener sets the body flowing, and a
+ * reader that attached later would miss the first chunks.
+ */
+export function receivingBody(ctx: RequestContext, tracked: TrackedImport): void {
+  let bytes = 0;
+  ctx.req.on('data', (chunk: Buffer) => void (bytes += chunk.length));
+  const declared = Number(ctx.req.headers['content-length'] ?? NaN);
+  tracked.receiving(() => bytes, Number.isSafeInteger(declared) ? declared : null);
 }
 
 async function settleLiveSpace(ctx: RequestContext, result: DbImportResult): Promise<SpaceSettleResult> {
@@ -88,17 +132,19 @@ async function settleLiveSpace(ctx: RequestContext, result: DbImportResult): Pro
 
 export async function postImport(ctx: RequestContext): Promise<void> {
   const request = importRequestOf(ctx.query, 'request body', ctx.limits);
-  await ctx.imports.run(async () => {
+  await trackImport(ctx, { kind: 'csv', names: [request.name], mode: request.mode }, async (tracked) => {
     const scratch = makeRequestScratchDir(ctx.engine.dir);
     try {
       const bodyFile = path.join(scratch.dir, 'body.csv');
+      receivingBody(ctx, tracked);
       await spoolBody(ctx.req, bodyFile, ctx.limits.maxImportBodyBytes, `import ${request.name}`);
       const options = dbImportOptionsOf([bodyFile], { ...request.options, db: ctx.engine.dir }, request.mode);
       // Sorted runs (and a check's SSTs) go to the scratch directory too: inside the database, removed with it.
-      const result = await runServerImport(ctx, {
-        ...options,
-        import: { ...options.import, inputNames: [request.name], tmpDir: scratch.dir },
-      });
+      const result = await runServerImport(
+        ctx,
+        { ...options, import: { ...options.import, inputNames: [request.name], tmpDir: scratch.dir } },
+        tracked,
+      );
       replyImportResult(ctx, result, {});
     } finally {
       scratch.release();

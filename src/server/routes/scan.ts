@@ -4,6 +4,12 @@
  * {"key"|"keyHex", "value"|"valueHex"} per entry (urlBytes.ts: text only when exact; always hex
  * with ?hex=1). The read is one consistent snapshot (the iterator's), however long the stream.
  *
+ * When the limit cut the scan short (more entries lie in the range), a last line says where to go
+ * on: {"next": {"from"|"fromHex": K}} going forward (K is the first key not sent: the next request's
+ * `from`), {"next": {"to"|"toHex": K}} going back (K is the last key sent: the next request's
+ * exclusive `to`), text or hex as keys are. A stream without it is the whole range. A line with
+ * "next" has no "key": a client that reads entries by their key field tells the two apart.
+ *
  * Memory: lines are sent in chunks of about SCAN_CHUNK_BYTES, and the next chunk is read only once
  * the socket has taken the last one, so a slow reader holds one chunk, not the result. A client
  * that goes away ends the scan and frees its iterator. An error after the first chunk cannot
@@ -51,6 +57,16 @@ function position(it: DbIterator, r: ScanRequest): void {
   else it.first();
 }
 
+/**
+ * The last line of a scan the limit cut short: where the next request starts (see the module
+ * comment). Going back with limit 0 nothing was sent: the range's own `to` (or none) goes on.
+ */
+function continuationLine(it: DbIterator, r: ScanRequest, lastSent: Buffer | null, hex: boolean): string {
+  if (!r.reverse) return `${JSON.stringify({ next: jsonBytesField('from', it.key(), hex) })}\n`;
+  const to = lastSent ?? r.to;
+  return `${JSON.stringify({ next: to === undefined ? {} : jsonBytesField('to', to, hex) })}\n`;
+}
+
 /** Resolves when the response can take more, or the client is gone (then `closed`). */
 function writable(ctx: RequestContext): Promise<void> {
   return new Promise((resolve) => {
@@ -72,6 +88,8 @@ export async function getScan(ctx: RequestContext): Promise<void> {
     position(it, r);
     ctx.res.writeHead(200, { 'content-type': 'application/x-ndjson' });
     let sent = 0;
+    // Going back, the continuation is the last key sent: copied once, as the limit's last entry is sent.
+    let lastSent: Buffer | null = null;
     while (sent < r.limit && it.valid() && !ctx.res.destroyed) {
       const lines: string[] = [];
       let bytes = 0;
@@ -79,11 +97,13 @@ export async function getScan(ctx: RequestContext): Promise<void> {
         const line = JSON.stringify({ ...jsonBytesField('key', it.key(), ctx.hex), ...jsonBytesField('value', it.value(), ctx.hex) });
         lines.push(line, '\n');
         bytes += line.length + 1;
+        if (sent + 1 === r.limit && r.reverse) lastSent = Buffer.from(it.key());
         if (r.reverse) it.prev();
         else it.next();
       }
       if (!ctx.res.write(lines.join(''))) await writable(ctx);
     }
+    if (sent === r.limit && it.valid() && !ctx.res.destroyed) ctx.res.write(continuationLine(it, r, lastSent, ctx.hex));
     ctx.res.end();
   } finally {
     it.close();

@@ -51,7 +51,8 @@ import { HttpError, badRequest, statusOfCode, tooLarge } from '../httpErrors';
 import { ServerLimits } from '../limits';
 import { ImportRequest, importRequestOf } from '../importQuery';
 import { spoolBody } from '../requestBody';
-import { makeRequestScratchDir, replyImportResult, runServerImport } from './imports';
+import { makeRequestScratchDir, receivingBody, replyImportResult, runServerImport, trackImport } from './imports';
+import type { TrackedImport } from '../importRegistry';
 
 export const UPLOAD_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -272,17 +273,22 @@ export async function landVerifiedUploads(
   request: ImportRequest,
   infos: ExternalFileInfo[],
   dirs: LandingDirs,
+  tracked: TrackedImport,
 ): Promise<number> {
   const summary = uploadSummaryOf(infos, dirs.filesDir);
   summary.valueEncoding = uploadedValueEncoding(ctx);
   const options = dbImportOptionsOf([], { ...request.options, db: ctx.engine.dir }, request.mode);
-  const result = await runServerImport(ctx, {
-    ...options,
-    prebuilt: summary,
-    // Verified on arrival, in a directory nothing else writes.
-    verifyChecksums: false,
-    import: { ...options.import, tmpDir: dirs.scratchDir },
-  }).catch((err: unknown) => {
+  const result = await runServerImport(
+    ctx,
+    {
+      ...options,
+      prebuilt: summary,
+      // Verified on arrival, in a directory nothing else writes.
+      verifyChecksums: false,
+      import: { ...options.import, tmpDir: dirs.scratchDir },
+    },
+    tracked,
+  ).catch((err: unknown) => {
     throw withoutScratchPath(withoutScratchPath(err, dirs.filesDir), dirs.scratchDir);
   });
   const uploads = summary.outputFiles.map((f) => ({
@@ -298,13 +304,19 @@ export async function landVerifiedUploads(
 
 export async function postSstUpload(ctx: RequestContext): Promise<void> {
   const request = importRequestOf(ctx.query, 'upload', ctx.limits);
-  await ctx.imports.run(async () => {
+  await trackImport(ctx, { kind: 'sst', names: [], mode: request.mode }, async (tracked) => {
     const scratch = makeRequestScratchDir(ctx.engine.dir);
     try {
+      receivingBody(ctx, tracked);
       const ssts = sstsOf(await receiveUploads(ctx, scratch.dir));
+      tracked.setNames(ssts.map((u) => u.name));
+      tracked.setPhase(
+        'verifying',
+        ssts.reduce((n, u) => n + u.sizeBytes, 0),
+      );
       const infos = await verifyUploads(ssts, scratch.dir);
       checkEntrySizes(infos, ctx.limits);
-      await landVerifiedUploads(ctx, request, infos, { filesDir: scratch.dir, scratchDir: scratch.dir });
+      await landVerifiedUploads(ctx, request, infos, { filesDir: scratch.dir, scratchDir: scratch.dir }, tracked);
     } finally {
       scratch.release();
     }

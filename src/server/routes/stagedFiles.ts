@@ -37,7 +37,7 @@ import { RequestContext, replyJson } from '../requestContext';
 import { HttpError, tooLarge } from '../httpErrors';
 import { importRequestOf } from '../importQuery';
 import { StagedFile, StagedImport, checkImportId, checkStagedFileName } from '../stagedImports';
-import { makeRequestScratchDir } from './imports';
+import { makeRequestScratchDir, trackImport } from './imports';
 import { Upload, checkEntrySizes, landVerifiedUploads, sstsOf, verifyUploads, withoutScratchPath } from './sstUploads';
 
 /** The {id}/{name} parameter of the file route (routes.ts). */
@@ -170,14 +170,20 @@ export async function deleteStagedImport(ctx: RequestContext): Promise<void> {
 export async function commitStagedImport(ctx: RequestContext): Promise<void> {
   const id = checkImportId(ctx.param);
   const request = importRequestOf(ctx.query, 'upload', ctx.limits);
-  ctx.staging.get(id);
-  await ctx.imports.run(async () => {
+  const staged = ctx.staging.get(id);
+  const names = staged.files.filter((f) => f.name.endsWith('.sst')).map((f) => f.name);
+  await trackImport(ctx, { kind: 'staged', names, mode: request.mode }, async (tracked) => {
     const commit = ctx.staging.beginCommit(id);
     const scratch = makeRequestScratchDir(ctx.engine.dir);
     try {
       const filesDir = ctx.staging.filesDir(id);
       const uploads = commit.record.files.map((f) => ({ name: f.name, file: path.join(filesDir, f.name), sizeBytes: f.sizeBytes }));
       const ssts = sstsOf(uploads);
+      tracked.setNames(ssts.map((u) => u.name));
+      tracked.setPhase(
+        'verifying',
+        ssts.reduce((n, u) => n + u.sizeBytes, 0),
+      );
       // Every checksum was verified on arrival: the properties and bounds are enough here.
       const infos = await inspectExternalFiles(
         ssts.map((u) => u.file),
@@ -185,7 +191,7 @@ export async function commitStagedImport(ctx: RequestContext): Promise<void> {
       ).catch((err: unknown) => {
         throw withoutScratchPath(err, filesDir);
       });
-      const status = await landVerifiedUploads(ctx, request, infos, { filesDir, scratchDir: scratch.dir });
+      const status = await landVerifiedUploads(ctx, request, infos, { filesDir, scratchDir: scratch.dir }, tracked);
       if (request.mode === 'import' && (status === 200 || status === 409)) ctx.staging.remove(id);
     } finally {
       scratch.release();

@@ -75,6 +75,9 @@ export class BlockCache {
   private newest: CacheEntry | null = null;
   private oldest: CacheEntry | null = null;
   private pinnedEntries = 0;
+  /** Lookups, and those that found their block: counters for the server's metrics (misses = lookups - hits). */
+  lookups = 0;
+  hits = 0;
 
   constructor(capacityBytes: number) {
     assert(
@@ -99,9 +102,11 @@ export class BlockCache {
   }
 
   lookup(cacheId: number, blockOffset: number): BlockCacheHandle | null {
+    this.lookups++;
     const entry = this.files.get(cacheId)?.get(blockOffset);
     if (entry === undefined) return null;
     perf.blockCacheHits++;
+    this.hits++;
     // A block hit once is likely hit again: give it memory of its own so it does not keep an
     // arena slab of cold blocks alive (see src/sstable/reader/blockArena.ts).
     entry.block.leaveArena();

@@ -137,14 +137,27 @@ test('scan: NDJSON in key order within [from, to), limit, reverse, hex; bad boun
       { key: 's03', value: 'v3' },
       { key: 's04', value: 'v4' },
     ]);
-    expect(keys(await lines('?from=s03&to=s07&limit=2'))).toEqual(['s03', 's04']);
+    // Cut by the limit: a last line says where the next request starts; a range that ends within the limit has none.
+    expect(await lines('?from=s03&to=s07&limit=2')).toEqual([
+      { key: 's03', value: 'v3' },
+      { key: 's04', value: 'v4' },
+      { next: { from: 's05' } },
+    ]);
+    expect(keys(await lines('?from=s03&to=s07&limit=4'))).toEqual(['s03', 's04', 's05', 's06']);
+    expect(await lines('?from=s10&limit=1')).toEqual([{ key: 's10', value: 'v10' }, { next: { fromHex: '74ff' } }]);
+    expect(await lines('?from=s05&to=s07&reverse=1&limit=1')).toEqual([{ key: 's06', value: 'v6' }, { next: { to: 's06' } }]);
     expect(keys(await lines('?from=s03&to=s07&reverse=1'))).toEqual(['s06', 's05', 's04', 's03']);
-    expect(keys(await lines('?to=s03&reverse=true&limit=1'))).toEqual(['s02']);
+    expect(await lines('?to=s03&reverse=true&limit=1')).toEqual([{ key: 's02', value: 'v2' }, { next: { to: 's02' } }]);
+    expect(keys(await lines('?to=s03&reverse=true&limit=2'))).toEqual(['s02', 's01']);
     expect(keys(await lines('?from=s09'))).toEqual(['s09', 's10', '0x74ff']);
     expect(await lines('?from=t')).toEqual([{ keyHex: '74ff', valueHex: 'fe' }]);
-    expect(await lines('?from=73&to=7331&hex=1&limit=1')).toEqual([{ keyHex: '733031', valueHex: '7631' }]);
+    expect(await lines('?from=73&to=7331&hex=1&limit=1')).toEqual([
+      { keyHex: '733031', valueHex: '7631' },
+      { next: { fromHex: '733032' } },
+    ]);
     expect(await lines('?from=s05&to=s05')).toEqual([]);
-    expect(await lines('?limit=0')).toEqual([]);
+    expect(await lines('?limit=0')).toEqual([{ next: { from: 's01' } }]);
+    expect(await lines('?from=u&limit=0')).toEqual([]);
     expect((await lines('')).length).toBe(11);
     expect(keys(await lines('?from=s%30%39&to=t'))).toEqual(['s09', 's10']);
 
