@@ -49,6 +49,8 @@ export interface MetricsSources {
   /** Open connections and requests in flight now. */
   connections: () => number;
   inFlightRequests: () => number;
+  /** Log lines dropped since start because stderr did not keep up (serverLog.ts). */
+  logLinesDropped: () => number;
 }
 
 /** What one scrape reads of the engine, once. */
@@ -211,6 +213,12 @@ export class ServerMetrics {
       'ingest_memory_budget_refusals_total',
       'Requests refused (503) because the memory budget was full',
       () => s.memory.refusals,
+    );
+    followingCounter(
+      this.registry,
+      'ingest_log_lines_dropped_total',
+      'Log lines dropped because stderr did not take them fast enough (its buffer is bounded)',
+      s.logLinesDropped,
     );
   }
 

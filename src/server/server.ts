@@ -191,6 +191,7 @@ export class IngestServer {
       memory: this.memory,
       connections: () => this.sockets.size,
       inFlightRequests: () => this.inFlight.size,
+      logLinesDropped: () => this.serverLog.droppedLines,
     });
     this.routes = routeTable(
       statsRoute(() => this.counters()),

@@ -72,8 +72,11 @@ function sinkDestination(sink: (line: string) => void): DestinationStream {
   };
 }
 
-/** stderr: pretty on a terminal (pino-pretty, loaded only then), JSON lines otherwise. */
-function stderrDestination(): { stream: DestinationStream; flush: () => void; pretty: boolean } {
+/**
+ * stderr: pretty on a terminal (pino-pretty, loaded only then), JSON lines otherwise. `onDrop`
+ * hears of the lines dropped when stderr falls more than BUFFER_MAX_BYTES behind.
+ */
+function stderrDestination(onDrop: (lines: number) => void): { stream: DestinationStream; flush: () => void; pretty: boolean } {
   if (process.stderr.isTTY === true) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const pretty = require('pino-pretty') as typeof import('pino-pretty');
@@ -90,6 +93,7 @@ function stderrDestination(): { stream: DestinationStream; flush: () => void; pr
   const boom = pino.destination({ dest: 2, sync: false, maxLength: BUFFER_MAX_BYTES });
   // A failed write (ENOSPC, EPIPE) is dropped: sonic-boom retries the buffer with the next line.
   boom.on('error', () => undefined);
+  boom.on('drop', (data: unknown) => onDrop(typeof data === 'string' ? linesIn(data) : 1));
   return {
     stream: boom,
     flush: () => {
@@ -103,6 +107,13 @@ function stderrDestination(): { stream: DestinationStream; flush: () => void; pr
   };
 }
 
+/** Lines in a dropped chunk of JSON lines (each ends with a newline). */
+function linesIn(text: string): number {
+  let lines = 0;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lines++;
+  return Math.max(1, lines);
+}
+
 function shortMessage(message: string): string {
   return message.length <= MESSAGE_MAX_CHARS ? message : `${message.slice(0, MESSAGE_MAX_CHARS)}...`;
 }
@@ -110,10 +121,14 @@ function shortMessage(message: string): string {
 export class ServerLog {
   private readonly logger: Logger;
   private readonly flushStream: () => void;
+  /** Lines stderr did not take in time (its buffer is bounded): GET /metrics' ingest_log_lines_dropped_total. */
+  droppedLines = 0;
 
   constructor(opts: ServerLogOptions = {}) {
     const destination =
-      opts.sink !== undefined ? { stream: sinkDestination(opts.sink), flush: () => undefined, pretty: false } : stderrDestination();
+      opts.sink !== undefined
+        ? { stream: sinkDestination(opts.sink), flush: () => undefined, pretty: false }
+        : stderrDestination((lines) => (this.droppedLines += lines));
     this.flushStream = destination.flush;
     this.logger = pino(
       {
