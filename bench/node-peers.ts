@@ -202,6 +202,48 @@ function checkGets(label: string, w: Workload, outcome: GetOutcome): number {
   return found;
 }
 
+function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
+  return typeof (x as { then?: unknown } | null | undefined)?.then === 'function';
+}
+
+/** The workload's puts through `put`, each awaited, timed. */
+async function timePuts(w: Workload, put: (key: Buffer, value: Buffer) => Promise<unknown>): Promise<Phase> {
+  const key = Buffer.alloc(KEY_BYTES);
+  const values = new ValueGenerator();
+  const meter = startMeter();
+  for (let i = 0; i < w.num; i++) {
+    writeKey(key, w.putKeys[i]);
+    await put(key, values.generate(VALUE_BYTES));
+  }
+  return endPhase(w.num, meter);
+}
+
+/**
+ * The workload's gets through `get` (a value, or null/undefined when missing; awaited only when
+ * it returns a promise, so a synchronous get is timed without a microtask per call), timed, then
+ * checked key by key (checkGets): the phase and the keys found.
+ */
+async function timeGets(
+  label: string,
+  w: Workload,
+  get: (key: Buffer) => Uint8Array | null | undefined | Promise<Uint8Array | null | undefined>,
+): Promise<{ phase: Phase; found: number }> {
+  const key = Buffer.alloc(KEY_BYTES);
+  const outcome: GetOutcome = { found: new Uint8Array(w.num), valueBytes: 0 };
+  const meter = startMeter();
+  for (let i = 0; i < w.num; i++) {
+    writeKey(key, w.getKeys[i]);
+    const answer = get(key);
+    const v = isPromise(answer) ? await answer : answer;
+    if (v !== null && v !== undefined) {
+      outcome.found[i] = 1;
+      outcome.valueBytes += v.length;
+    }
+  }
+  const phase = endPhase(w.num, meter);
+  return { phase, found: checkGets(label, w, outcome) };
+}
+
 // ---------------------------------------------------------------------------------- the stores
 
 interface StoreRun {
@@ -220,14 +262,7 @@ interface StoreRun {
 async function runOurs(dir: string, w: Workload, settle: boolean): Promise<StoreRun> {
   const engine = await Engine.open(dir);
   try {
-    const key = Buffer.alloc(KEY_BYTES);
-    const values = new ValueGenerator();
-    let meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.putKeys[i]);
-      await engine.put(key, values.generate(VALUE_BYTES));
-    }
-    const puts = endPhase(w.num, meter);
+    const puts = await timePuts(w, (key, value) => engine.put(key, value));
     let settleSeconds: number | null = null;
     if (settle) {
       const start = process.hrtime.bigint();
@@ -237,19 +272,8 @@ async function runOurs(dir: string, w: Workload, settle: boolean): Promise<Store
     }
     const s = engine.stats();
     const note = `at the gets: files per level ${JSON.stringify(s.filesPerLevel)}, ${s.immutableMemtables} immutable memtables, ${s.flushes} flushes, ${s.writeStalls} write stalls`;
-
-    const outcome: GetOutcome = { found: new Uint8Array(w.num), valueBytes: 0 };
-    meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.getKeys[i]);
-      const v = engine.get(key);
-      if (v !== null) {
-        outcome.found[i] = 1;
-        outcome.valueBytes += v.length;
-      }
-    }
-    const gets = endPhase(w.num, meter);
-    return { store: 'ours', puts, gets, getsFast: null, found: checkGets('ours engine.get', w, outcome), note, settleSeconds };
+    const gets = await timeGets('ours engine.get', w, (key) => engine.get(key));
+    return { store: 'ours', puts, gets: gets.phase, getsFast: null, found: gets.found, note, settleSeconds };
   } finally {
     await engine.close();
   }
@@ -258,41 +282,10 @@ async function runOurs(dir: string, w: Workload, settle: boolean): Promise<Store
 async function runLmdb(dir: string, w: Workload, lmdb: LmdbModule, sync: boolean): Promise<StoreRun> {
   const db = lmdb.open<Buffer, Buffer>(dir, { keyEncoding: 'binary', encoding: 'binary', ...(sync ? {} : { noSync: true }) });
   try {
-    const key = Buffer.alloc(KEY_BYTES);
-    const values = new ValueGenerator();
-    let meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.putKeys[i]);
-      await db.put(key, values.generate(VALUE_BYTES));
-    }
-    const puts = endPhase(w.num, meter);
-
-    const outcome: GetOutcome = { found: new Uint8Array(w.num), valueBytes: 0 };
-    meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.getKeys[i]);
-      const v = db.get(key);
-      if (v !== undefined) {
-        outcome.found[i] = 1;
-        outcome.valueBytes += v.length;
-      }
-    }
-    const gets = endPhase(w.num, meter);
-    const found = checkGets('lmdb db.get', w, outcome);
-
-    const fast: GetOutcome = { found: new Uint8Array(w.num), valueBytes: 0 };
-    meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.getKeys[i]);
-      const v = db.getBinaryFast(key);
-      if (v !== undefined) {
-        fast.found[i] = 1;
-        fast.valueBytes += v.length;
-      }
-    }
-    const getsFast = endPhase(w.num, meter);
-    checkGets('lmdb db.getBinaryFast', w, fast);
-    return { store: 'lmdb', puts, gets, getsFast, found, note: null, settleSeconds: null };
+    const puts = await timePuts(w, (key, value) => db.put(key, value));
+    const gets = await timeGets('lmdb db.get', w, (key) => db.get(key));
+    const fast = await timeGets('lmdb db.getBinaryFast', w, (key) => db.getBinaryFast(key));
+    return { store: 'lmdb', puts, gets: gets.phase, getsFast: fast.phase, found: gets.found, note: null, settleSeconds: null };
   } finally {
     await db.close();
   }
@@ -302,35 +295,10 @@ async function runClassicLevel(dir: string, w: Workload, mod: ClassicLevelModule
   const db = new mod.ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
   await db.open();
   try {
-    const key = Buffer.alloc(KEY_BYTES);
-    const values = new ValueGenerator();
-    let meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.putKeys[i]);
-      await db.put(key, values.generate(VALUE_BYTES));
-    }
-    const puts = endPhase(w.num, meter);
-
-    const outcome: GetOutcome = { found: new Uint8Array(w.num), valueBytes: 0 };
-    meter = startMeter();
-    for (let i = 0; i < w.num; i++) {
-      writeKey(key, w.getKeys[i]);
-      const v = await db.get(key); // classic-level 3: undefined when missing
-      if (v !== undefined) {
-        outcome.found[i] = 1;
-        outcome.valueBytes += v.length;
-      }
-    }
-    const gets = endPhase(w.num, meter);
-    return {
-      store: 'classic-level',
-      puts,
-      gets,
-      getsFast: null,
-      found: checkGets('classic-level db.get', w, outcome),
-      note: null,
-      settleSeconds: null,
-    };
+    const puts = await timePuts(w, (key, value) => db.put(key, value));
+    // classic-level 3 answers undefined for a missing key.
+    const gets = await timeGets('classic-level db.get', w, (key) => db.get(key));
+    return { store: 'classic-level', puts, gets: gets.phase, getsFast: null, found: gets.found, note: null, settleSeconds: null };
   } finally {
     await db.close();
   }
