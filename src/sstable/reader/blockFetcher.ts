@@ -154,13 +154,14 @@ export class BlockFetcher implements PrefetchFile {
    * prefetcher (an iterator's, blockPrefetcher.ts), sequential reads come from its readahead.
    */
   readBlock(handle: BlockHandle, kind: BlockKind, verify: boolean, arena: BlockArena | null = null, prefetcher?: BlockPrefetcher): Buffer {
+    // Once, before any path reads (the readahead included): the paths below do not check again.
+    this.checkBlockHandle(handle, kind);
     if (prefetcher !== undefined) {
-      this.checkBlockHandle(handle, kind);
       const bytes = prefetcher.bytesFor(this, handle.offset, handle.size);
       if (bytes !== null) return this.blockFromBytes(bytes, prefetcher.bufferOffset, handle, kind, verify, arena);
     }
     if (this.nativeCodec !== null) return this.readBlockNative(this.nativeCodec, this.fd, handle.offset, handle, kind, verify, arena);
-    const buf = this.readRawBlock(handle, kind);
+    const buf = this.readRawBlock(handle);
     if (verify && !this.checksumMatches(buf, handle.size)) throw this.checksumError(buf, handle, kind);
     return this.decompress(buf, handle, kind);
   }
@@ -182,10 +183,11 @@ export class BlockFetcher implements PrefetchFile {
   ): Buffer {
     if (this.nativeCodec !== null) return this.readBlockNative(this.nativeCodec, bytes, start, handle, kind, verify, arena);
     // The JavaScript path decodes in its scratch frame (LZ4 is framed in place there): copy in.
-    const frame = this.scratchFrame(handle.size + BLOCK_TRAILER_BYTES);
-    bytes.copy(frame, LZ4_NAPI_SIZE_BYTES, start, start + handle.size + BLOCK_TRAILER_BYTES);
-    perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
-    const buf = frame.subarray(LZ4_NAPI_SIZE_BYTES, LZ4_NAPI_SIZE_BYTES + handle.size + BLOCK_TRAILER_BYTES);
+    const length = handle.size + BLOCK_TRAILER_BYTES;
+    const frame = this.scratchFrame(length);
+    bytes.copy(frame, LZ4_NAPI_SIZE_BYTES, start, start + length);
+    perf.blockBytesRead += length;
+    const buf = frame.subarray(LZ4_NAPI_SIZE_BYTES, LZ4_NAPI_SIZE_BYTES + length);
     if (verify && !this.checksumMatches(buf, handle.size)) throw this.checksumError(buf, handle, kind);
     return this.decompress(buf, handle, kind);
   }
@@ -196,7 +198,8 @@ export class BlockFetcher implements PrefetchFile {
    * needs the raw bytes.
    */
   readPropertiesBlock(handle: BlockHandle, verify: boolean): Buffer {
-    const buf = this.readRawBlock(handle, 'properties');
+    this.checkBlockHandle(handle, 'properties');
+    const buf = this.readRawBlock(handle);
     if (verify && !this.checksumMatches(buf, handle.size)) {
       const seqnoValueOffset =
         buf[handle.size] === CompressionType.None ? this.findGlobalSeqnoValue(buf.subarray(0, handle.size), handle) : -1;
@@ -211,7 +214,7 @@ export class BlockFetcher implements PrefetchFile {
   /**
    * readBlock() in one native call (src/sstable/nativeBlockCodec.ts): the same checks, the same
    * errors; `source` is the file descriptor (position: the handle's offset) or bytes holding the
-   * block at `position` (a readahead buffer).
+   * block at `position` (a readahead buffer). The caller checked the handle.
    */
   private readBlockNative(
     codec: NativeBlockCodec,
@@ -222,7 +225,6 @@ export class BlockFetcher implements PrefetchFile {
     verify: boolean,
     arena: BlockArena | null,
   ): Buffer {
-    this.checkBlockHandle(handle, kind);
     perf.blockBytesRead += handle.size + BLOCK_TRAILER_BYTES;
     try {
       if (arena !== null) return arena.readBlock(codec, source, position, handle.size, this.checksumType, verify, MAX_BLOCK_BYTES);
@@ -375,14 +377,13 @@ export class BlockFetcher implements PrefetchFile {
   }
 
   /**
-   * Reads a block and its 5-byte trailer, unverified, after checking the handle lies inside the
-   * file. The result is only valid until the next read: blocks up to READ_SCRATCH_MAX_BYTES land
+   * Reads a block and its 5-byte trailer, unverified (the caller checked that the handle lies
+   * inside the file's blocks: checkBlockHandle). The result is only valid until the next read: blocks up to READ_SCRATCH_MAX_BYTES land
    * in the fetcher's scratch buffer (a fresh 4 KiB+ Buffer per read costs more than the read
    * itself), so decompress() copies what it returns out of it. The LZ4_NAPI_SIZE_BYTES bytes
    * before the result belong to the fetcher too: decompress() frames LZ4 payloads in place there.
    */
-  private readRawBlock(handle: BlockHandle, kind: BlockKind): Buffer {
-    this.checkBlockHandle(handle, kind);
+  private readRawBlock(handle: BlockHandle): Buffer {
     const length = handle.size + BLOCK_TRAILER_BYTES;
     const frame = this.scratchFrame(length);
     readFileInto(this.fd, this.path, frame, LZ4_NAPI_SIZE_BYTES, handle.offset, length);
