@@ -172,6 +172,15 @@ export function sstsOf(uploads: readonly Upload[]): Upload[] {
   return ssts;
 }
 
+/** The tracked import's phase while `ssts` are verified: their names, and their bytes as the total. */
+export function verifyingUploads(tracked: TrackedImport, ssts: readonly Upload[]): void {
+  tracked.setNames(ssts.map((u) => u.name));
+  tracked.setPhase(
+    'verifying',
+    ssts.reduce((n, u) => n + u.sizeBytes, 0),
+  );
+}
+
 /** Verifies every file; a failure is a 422 naming the upload (not the server's directory) and the block. */
 export async function verifyUploads(ssts: readonly Upload[], dir: string): Promise<ExternalFileInfo[]> {
   try {
@@ -309,11 +318,7 @@ export async function postSstUpload(ctx: RequestContext): Promise<void> {
     try {
       receivingBody(ctx, tracked);
       const ssts = sstsOf(await receiveUploads(ctx, scratch.dir));
-      tracked.setNames(ssts.map((u) => u.name));
-      tracked.setPhase(
-        'verifying',
-        ssts.reduce((n, u) => n + u.sizeBytes, 0),
-      );
+      verifyingUploads(tracked, ssts);
       const infos = await verifyUploads(ssts, scratch.dir);
       checkEntrySizes(infos, ctx.limits);
       await landVerifiedUploads(ctx, request, infos, { filesDir: scratch.dir, scratchDir: scratch.dir }, tracked);

@@ -38,7 +38,7 @@ import { HttpError, tooLarge } from '../httpErrors';
 import { importRequestOf } from '../importQuery';
 import { StagedFile, StagedImport, checkImportId, checkStagedFileName } from '../stagedImports';
 import { makeRequestScratchDir, trackImport } from './imports';
-import { Upload, checkEntrySizes, landVerifiedUploads, sstsOf, verifyUploads, withoutScratchPath } from './sstUploads';
+import { Upload, checkEntrySizes, landVerifiedUploads, sstsOf, verifyUploads, verifyingUploads, withoutScratchPath } from './sstUploads';
 
 /** The {id}/{name} parameter of the file route (routes.ts). */
 function fileParamOf(param: string): { id: string; name: string } {
@@ -179,11 +179,7 @@ export async function commitStagedImport(ctx: RequestContext): Promise<void> {
       const filesDir = ctx.staging.filesDir(id);
       const uploads = commit.record.files.map((f) => ({ name: f.name, file: path.join(filesDir, f.name), sizeBytes: f.sizeBytes }));
       const ssts = sstsOf(uploads);
-      tracked.setNames(ssts.map((u) => u.name));
-      tracked.setPhase(
-        'verifying',
-        ssts.reduce((n, u) => n + u.sizeBytes, 0),
-      );
+      verifyingUploads(tracked, ssts);
       // Every checksum was verified on arrival: the properties and bounds are enough here.
       const infos = await inspectExternalFiles(
         ssts.map((u) => u.file),
