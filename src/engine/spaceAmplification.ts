@@ -18,6 +18,7 @@
  */
 import { FileMetaData } from './versionEdit';
 import { userRange } from './compaction/compactionPicker';
+import { roundTo3Decimals } from '../util/rounding';
 
 export interface SpaceAmplification {
   /** Bytes of every live table. */
@@ -44,7 +45,7 @@ export function spaceAmplificationOf(levels: ReadonlyArray<ReadonlyArray<FileMet
   const lastLevelBytes =
     lastLevel === 0 ? Math.max(...bottom.map((f) => f.fileSizeBytes)) : bottom.reduce((n, f) => n + f.fileSizeBytes, 0);
   const above = lastLevel === 0 ? bottom.slice() : levels.slice(0, lastLevel).flat();
-  const estimate = lastLevelBytes > 0 ? Math.round((tableBytes / lastLevelBytes) * 1000) / 1000 : 1;
+  const estimate = lastLevelBytes > 0 ? roundTo3Decimals(tableBytes / lastLevelBytes) : 1;
   return { tableBytes, lastLevel, lastLevelBytes, estimate, spanAbove: spanOf(lastLevel === 0 && above.length === 1 ? [] : above) };
 }
 

@@ -88,6 +88,7 @@ import { ConflictReportFile, ReportFormat } from '../conflict/reportStream';
 import { RowOriginIndex } from '../conflict/rowOrigins';
 import { IngestError } from '../util/errors';
 import { SettledValueEncoding, recordValueEncodingBeforeIngest, settleValueEncoding } from './valueEncodingFile';
+import { roundTo3Decimals } from '../util/rounding';
 
 /** How far a run goes: the check alone, up to a plan of the ingestion, or the ingestion. */
 export type DbImportMode = 'check' | 'plan' | 'import';
@@ -586,8 +587,8 @@ export class DbImport<M extends DbImportMode = 'plan' | 'import'> {
         memtableFlushes: ingested.memtableFlushes,
         writesStopped: ingested.writesStopped,
         lastSequence: ingested.lastSequence,
-        seconds: round3(checked.ingestSeconds),
-        latchHeldSeconds: round3(checked.latch.heldMs / 1000),
+        seconds: roundTo3Decimals(checked.ingestSeconds),
+        latchHeldSeconds: roundTo3Decimals(checked.latch.heldMs / 1000),
       };
     }
     return result;
@@ -699,10 +700,6 @@ function liveWorkerNiceness(o: DbImportOptions): number {
 
 /** How far a live import's worker threads step back from the caller's main thread (the lowest priority). */
 export const LIVE_WORKER_NICENESS = 19;
-
-function round3(seconds: number): number {
-  return Math.round(seconds * 1000) / 1000;
-}
 
 /**
  * The CONFLICT error a finished run ends with, or null: a check that found conflicts, or an

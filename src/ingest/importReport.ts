@@ -15,6 +15,7 @@ import { DuplicatePolicy, MergeResult } from './sort/mergeToSsts';
 import { RunInfo } from './sort/runFile';
 import { WrittenFile } from './sort/sstSetWriter';
 import { ImportResumeSummary } from './resume/jobSteps';
+import { roundTo3Decimals } from '../util/rounding';
 
 /** Where a row came from, by parse source and source-relative line. */
 export type Locator = (source: number, line: number) => RowLocation;
@@ -42,7 +43,6 @@ export function importSummaryOf(a: {
 }): ImportSummary {
   const fmt = (k: Buffer): string => a.keySpec.format(k);
   const total = a.seconds.parse + a.seconds.merge + a.seconds.publish;
-  const round = (x: number): number => Math.round(x * 1000) / 1000;
   return {
     inputs: a.o.inputs.map((p, i) => ({ path: a.o.inputNames?.[i] ?? displayName(p), bytes: a.inputSizes[i] })),
     inputBytes: a.outcome.inputBytes,
@@ -70,14 +70,14 @@ export function importSummaryOf(a: {
     runs: a.runs.length,
     runBytes: a.runs.reduce((s, r) => s + r.bytes, 0),
     phases: {
-      parseSeconds: round(a.seconds.parse),
-      mergeSeconds: round(a.seconds.merge),
-      publishSeconds: round(a.seconds.publish),
-      totalSeconds: round(total),
+      parseSeconds: roundTo3Decimals(a.seconds.parse),
+      mergeSeconds: roundTo3Decimals(a.seconds.merge),
+      publishSeconds: roundTo3Decimals(a.seconds.publish),
+      totalSeconds: roundTo3Decimals(total),
     },
     resume: a.resume,
     rowsPerSecond: Math.round(a.outcome.rowsRead / Math.max(total, 1e-9)),
-    inputMiBPerSecond: round(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
+    inputMiBPerSecond: roundTo3Decimals(a.outcome.inputBytes / (1 << 20) / Math.max(total, 1e-9)),
     memoryLimitBytes: a.memoryLimitBytes,
     peakRssBytes: process.resourceUsage().maxRSS * 1024,
     valueEncoding: valueEncodingOf(a.layout.valueFormat, a.layout.valueSyntax, a.layout.delimiter, a.outcome.bound),

@@ -24,6 +24,7 @@
  */
 
 import { ProgressMeter } from './progressMeter';
+import { roundTo3Decimals } from '../util/rounding';
 
 const REDRAW_INTERVAL_MS = 200;
 const JSON_INTERVAL_MS = 1000;
@@ -121,8 +122,8 @@ export class Progress {
       event: 'progress',
       // The bar's "parse (2 threads)" is the phase "parse" here: the names scripts match on stay fixed.
       phase: phase.split(' ')[0],
-      elapsedSeconds: round3((now - this.start) / 1000),
-      phaseSeconds: round3(r.phaseSeconds),
+      elapsedSeconds: roundTo3Decimals((now - this.start) / 1000),
+      phaseSeconds: roundTo3Decimals(r.phaseSeconds),
       rowsDone: r.rowsDone,
       rowsTotal: r.rowsTotal,
       bytesDone: r.bytesDone,
@@ -167,7 +168,7 @@ export class Progress {
     if (this.mode !== 'json' || this.callback !== null || this.finished) return;
     this.finished = true;
     const { event, ...rest } = fields;
-    this.writeEvent({ event, elapsedSeconds: round3((this.now() - this.start) / 1000), ...rest });
+    this.writeEvent({ event, elapsedSeconds: roundTo3Decimals((this.now() - this.start) / 1000), ...rest });
   }
 
   /** A "progress" event: to the callback, else as a JSON line. */
@@ -190,8 +191,4 @@ export class Progress {
 
 function mib(bytes: number): string {
   return (bytes / (1 << 20)).toFixed(1);
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
 }

@@ -20,6 +20,7 @@
  *   matching rate; null when there is no total or no rate.
  */
 import { assert } from '../util/errors';
+import { roundTo3Decimals } from '../util/rounding';
 
 /** A rate spans at least this much time. */
 export const WINDOW_MS = 1000;
@@ -111,6 +112,6 @@ export class ProgressMeter {
       seconds = rowsPerSecond !== null && rowsPerSecond > 0 ? Math.max(0, rowsTotal - rowsDone) / rowsPerSecond : null;
     if (seconds === null) return null;
     assert(seconds >= 0, `a negative ETA (${seconds} s)`);
-    return Math.round(seconds * 1000) / 1000;
+    return roundTo3Decimals(seconds);
   }
 }

@@ -19,6 +19,7 @@
  * Bounds: at most maxSamples samples (a ring: the oldest goes), and one fixed histogram.
  */
 import type { EngineStats } from '../engine/engine';
+import { roundTo3Decimals } from '../util/rounding';
 
 export const HISTORY_INTERVAL_MS = 1000;
 /** Five minutes of one-second samples. */
@@ -76,7 +77,7 @@ export class LatencyHistogram {
     let seen = 0;
     for (let i = 0; i < LATENCY_BUCKETS; i++) {
       seen += this.counts[i];
-      if (seen >= rank) return round3(LATENCY_MIN_MS * 2 ** (i / LATENCY_BUCKETS_PER_DOUBLING));
+      if (seen >= rank) return roundTo3Decimals(LATENCY_MIN_MS * 2 ** (i / LATENCY_BUCKETS_PER_DOUBLING));
     }
     return null;
   }
@@ -148,8 +149,8 @@ export class HistorySampler {
       t: atMs,
       reads: this.reads,
       writes: this.writes,
-      readsPerSecond: round3(this.reads / seconds),
-      writesPerSecond: round3(this.writes / seconds),
+      readsPerSecond: roundTo3Decimals(this.reads / seconds),
+      writesPerSecond: roundTo3Decimals(this.writes / seconds),
       latencyP50Ms: this.latency.quantileMs(0.5),
       latencyP99Ms: this.latency.quantileMs(0.99),
       compactionBytesPerSecond: Math.round(Math.max(0, totals.compactionBytes - last.totals.compactionBytes) / seconds),
@@ -167,8 +168,4 @@ export class HistorySampler {
   view(): { intervalMs: number; samples: HistorySample[] } {
     return { intervalMs: this.intervalMs, samples: [...this.samples] };
   }
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
 }

@@ -31,6 +31,7 @@ import pino, { Logger } from 'pino';
 import type { DestinationStream, Level, LevelWithSilent } from 'pino';
 import type { FinishedRequest } from './requestObserver';
 import type { ImportEvent } from './importRegistry';
+import { roundTo3Decimals } from '../util/rounding';
 
 /**
  * pino's levels, spelled out here so that pino's types stay out of the package's declarations
@@ -149,7 +150,7 @@ export class ServerLog {
       method: r.method,
       route: r.route,
       status: r.status,
-      durationMs: round3(r.durationMs),
+      durationMs: roundTo3Decimals(r.durationMs),
       bytesIn: r.bytesIn,
       bytesOut: r.bytesOut,
     };
@@ -207,8 +208,4 @@ export class ServerLog {
   notice(level: 'info' | 'warn', message: string): void {
     this.logger[level](message);
   }
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
 }

@@ -55,6 +55,7 @@ import {
 } from './clusterQueue';
 import { fromWire, toWire } from './wire';
 import type { TimedResult } from './taskThread';
+import { roundTo3Decimals } from '../../util/rounding';
 
 /** Bytes of input per map task (TiDB and the 256 MiB: big enough to amortize a job, small enough to retry). */
 export const DEFAULT_TASK_BYTES = 256 << 20;
@@ -188,8 +189,8 @@ async function runPhases(
       publishSeconds: round(t3 - t2),
       mapTasks: mapTasks.length,
       reduceTasks: merges.length,
-      mapTaskSeconds: Math.round(c.taskSeconds.map * 1000) / 1000,
-      reduceTaskSeconds: Math.round(c.taskSeconds.reduce * 1000) / 1000,
+      mapTaskSeconds: roundTo3Decimals(c.taskSeconds.map),
+      reduceTaskSeconds: roundTo3Decimals(c.taskSeconds.reduce),
     },
     remove: () => removeImport(c),
   };
