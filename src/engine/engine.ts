@@ -62,6 +62,7 @@ import { LookupResult, LookupValue, Memtable, RangeTombstone } from './memtable/
 import { VersionSet } from './versionSet';
 import { Version, fileMayContain, findFile, compareUserKeyToFileBound } from './version';
 import { TableCache, TableHandle } from './tableCache';
+import type { BlockCache } from '../sstable/reader/blockCache';
 import { ABORTED, FlushOptions, flushMemtable } from './flush';
 import { FileMetaData, NUM_LEVELS, VersionEdit } from './versionEdit';
 import { MergingIterator } from './mergingIterator';
@@ -548,6 +549,11 @@ export class Engine {
       }
     }
     return out.filter((t) => t.seq <= readSeq);
+  }
+
+  /** The block cache this engine's table readers share (its lookups and hits are the server's metrics), or null. */
+  get blockCache(): BlockCache | null {
+    return this.tableCache.blockCache ?? null;
   }
 
   /**

@@ -111,7 +111,7 @@ export interface EngineBinding<E> {
 }
 
 /** The block cache an engine opens with when its options name none (EngineOptions.blockCacheSizeBytes). */
-export const DEFAULT_BLOCK_CACHE_BYTES = 32 * 1024 * 1024;
+const DEFAULT_BLOCK_CACHE_BYTES = 32 * 1024 * 1024;
 
 const DEFAULTS = {
   writeBufferSizeBytes: 64 * 1024 * 1024,

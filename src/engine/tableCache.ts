@@ -71,7 +71,8 @@ export interface TableCacheOptions {
 export class TableCache {
   private readonly dir: string;
   private readonly maxOpenFiles: number;
-  private readonly blockCache: BlockCache | undefined;
+  /** The block cache every reader of this cache shares (undefined: none). */
+  readonly blockCache: BlockCache | undefined;
   /** Open readers by file number. */
   private readonly entries = new Map<number, Entry>();
   private idleCount = 0;

@@ -12,7 +12,7 @@
  *   - the engine: read at scrape time (refresh(): one engine.stats() and one statsReport-like
  *     pass over the level files per scrape, nothing on the data path). The engine's monotonic
  *     counters become Prometheus counters by adding what they grew since the last scrape.
- *   - the block cache the server opened the engine with (its hit and lookup counts), and the
+ *   - the engine's block cache (Engine.blockCache: its hit and lookup counts), and the
  *     process' perf context for Bloom checks (base/perfContext.ts: process-wide).
  *   - imports: the import queue (running, queued) and the import registry (finished per
  *     outcome, rows and bytes per phase, conflicts found).
@@ -41,7 +41,7 @@ const DURATION_BUCKETS_SECONDS = [
 
 export interface MetricsSources {
   engine: Engine;
-  /** The engine's block cache when the server knows it (it opened the engine), else null: no cache metrics. */
+  /** The engine's block cache (Engine.blockCache), or null for an engine without one: then no cache metrics. */
   blockCache: BlockCache | null;
   imports: ImportQueue;
   importRegistry: ImportRegistry;

@@ -48,8 +48,6 @@ import { ImportRegistry } from './importRegistry';
 import { HistorySampler, dataOperationOf } from './historySampler';
 import { historyRoute } from './routes/consoleData';
 import { ServerMetrics, metricsRoute } from './metrics';
-import { BlockCache } from '../sstable/reader/blockCache';
-import { DEFAULT_BLOCK_CACHE_BYTES } from '../engine/open';
 
 const MAX_QUERY_PARAMETERS = 64;
 
@@ -88,14 +86,6 @@ export interface ServeOptions {
   recoveryPollMs?: number;
   /** GET /metrics without the token (`--metrics-public`); default false: it needs the token like /v1. */
   metricsPublic?: boolean;
-}
-
-/**
- * The block cache for an engine the server opens: the caller's (engineOptions.blockCache), else
- * one made here as the engine would make it, so that the metrics can read its hits and misses.
- */
-function blockCacheFor(opts: ServeOptions): BlockCache {
-  return opts.engineOptions?.blockCache ?? new BlockCache(opts.engineOptions?.blockCacheSizeBytes ?? DEFAULT_BLOCK_CACHE_BYTES);
 }
 
 /** The directory to open: ServeOptions without an `engine` must name one. */
@@ -172,8 +162,6 @@ export class IngestServer {
     private readonly ownsEngine: boolean,
     readonly limits: Readonly<ServerLimits>,
     opts: ServeOptions,
-    /** The engine's block cache when the server opened the engine, else null (the metrics then have no cache series). */
-    blockCache: BlockCache | null,
   ) {
     this.syncWrites = opts.sync ?? (ownsEngine ? false : engine.syncsWritesByDefault);
     this.imports = new ImportQueue(limits.maxConcurrentImports, limits.maxQueuedImports);
@@ -185,7 +173,7 @@ export class IngestServer {
     this.history = new HistorySampler(() => engine.stats());
     this.metrics = new ServerMetrics({
       engine,
-      blockCache,
+      blockCache: engine.blockCache,
       imports: this.imports,
       importRegistry: this.importRegistry,
       memory: this.memory,
@@ -236,12 +224,9 @@ export class IngestServer {
     if (opts.token !== undefined) checkTokenText(opts.token, 'the token');
     const limits = { ...DEFAULT_LIMITS, ...opts.limits };
     const ownsEngine = opts.engine === undefined;
-    const blockCache = ownsEngine ? blockCacheFor(opts) : null;
-    const engine =
-      opts.engine ??
-      (await Engine.open(dbDirOf(opts), { ...opts.engineOptions, blockCache: blockCache ?? undefined, sync: opts.sync === true }));
+    const engine = opts.engine ?? (await Engine.open(dbDirOf(opts), { ...opts.engineOptions, sync: opts.sync === true }));
     if (!ownsEngine) checkCallersEngine(opts, engine);
-    const server = new IngestServer(engine, ownsEngine, limits, opts, blockCache);
+    const server = new IngestServer(engine, ownsEngine, limits, opts);
     try {
       server.staging.open();
     } catch (err) {
