@@ -5,7 +5,7 @@
  *
  * Contract: watchRequest is called when the server starts handling a request; `done` is called
  * exactly once (its throw is swallowed: recording never fails a request), when the response closes (finished, or its connection gone: `aborted`). `route`
- * is the route template (routes.ts routeTemplateOf), set once the path is resolved; a path no
+ * is the route template (routes.ts matchPath), set once the path is resolved; a path no
  * route has stays UNMATCHED_ROUTE: never the raw path, which holds keys and is unbounded.
  * bytesIn and bytesOut are the connection's bytes (request line, headers and body; status line,
  * headers and body) read and written since the connection's previous request ended: exact for a

@@ -101,21 +101,29 @@ function keyOf(table: ReadonlyMap<string, MethodTable>, rawPath: string): { key:
   return { key: rawPath, param: '' };
 }
 
-/**
- * The route template a path matches (`/v1/kv/{key}`, `/v1/imports/{id}/commit`, a prefix's
- * `{path}`, an exact path), or null for a path no route has: metrics and logs name a request by
- * it, never by its raw path (which holds keys, and is unbounded).
- */
-export function routeTemplateOf(table: ReadonlyMap<string, MethodTable>, rawPath: string): string | null {
-  const { key } = keyOf(table, rawPath);
-  if (!table.has(key)) return null;
-  if (key === KV_PREFIX) return `${KV_PREFIX}{key}`;
-  return key.endsWith('/') ? `${key}{path}` : key;
+/** A path matched against the table: its key there, its parameter, and its template (null: no route has it). */
+export interface PathMatch {
+  rawPath: string;
+  key: string;
+  param: string;
+  /**
+   * The route template (`/v1/kv/{key}`, `/v1/imports/{id}/commit`, a prefix's `{path}`, an exact
+   * path), or null for a path no route has: metrics and logs name a request by it, never by its
+   * raw path (which holds keys, and is unbounded).
+   */
+  template: string | null;
 }
 
-/** The route for a request and its path parameter. */
-export function resolveRoute(table: ReadonlyMap<string, MethodTable>, method: string, rawPath: string): { route: Route; param: string } {
+/** Matches a request's path once: resolveRoute and the request's log line and metrics both use it. */
+export function matchPath(table: ReadonlyMap<string, MethodTable>, rawPath: string): PathMatch {
   const { key, param } = keyOf(table, rawPath);
+  const template = !table.has(key) ? null : key === KV_PREFIX ? `${KV_PREFIX}{key}` : key.endsWith('/') ? `${key}{path}` : key;
+  return { rawPath, key, param, template };
+}
+
+/** The route for a matched path (matchPath) and its parameter. */
+export function resolveRoute(table: ReadonlyMap<string, MethodTable>, method: string, match: PathMatch): { route: Route; param: string } {
+  const { key, param, rawPath } = match;
   const isKv = key === KV_PREFIX;
   const methods = table.get(key);
   if (methods === undefined) throw new HttpError(404, 'NOT_FOUND', `no route ${rawPath.slice(0, 200)}`);
