@@ -4,30 +4,15 @@
  * PATH as chromium or chromium-browser. Missing chromium skips the caller's tests, unless
  * SST_INGEST_REQUIRE_CHROMIUM=1 (CI, .ci/run, which installs it) makes that a failure.
  */
-import * as fs from 'fs';
-import * as path from 'path';
 import { Browser, chromium } from 'playwright-core';
+import { findOnPath } from './rocksdbTools';
 
 const NAMES = ['chromium', 'chromium-browser'];
-
-function onPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (dir === '') continue;
-    const file = path.join(dir, name);
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return file;
-    } catch {
-      // Not in this directory.
-    }
-  }
-  return null;
-}
 
 /** The chromium executable, or null (a failure under SST_INGEST_REQUIRE_CHROMIUM=1). */
 export function chromiumPath(): string | null {
   const given = process.env.SST_INGEST_CHROMIUM;
-  const found = given !== undefined && given !== '' ? given : (NAMES.map(onPath).find((p) => p !== null) ?? null);
+  const found = given !== undefined && given !== '' ? given : (NAMES.map(findOnPath).find((p) => p !== null) ?? null);
   if (found === null && process.env.SST_INGEST_REQUIRE_CHROMIUM === '1') {
     throw new Error('chromium is required (SST_INGEST_REQUIRE_CHROMIUM=1): apt-get install -y chromium');
   }

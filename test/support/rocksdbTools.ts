@@ -50,7 +50,8 @@ const MAX_TOOL_OUTPUT_BYTES = 512 * 1024 * 1024;
 /** A single tool run that takes longer than this is treated as hung. */
 const TOOL_TIMEOUT_MS = 60_000;
 
-function findOnPath(name: string): string | null {
+/** The executable `name` in a directory of PATH, or null (the tests' tools: RocksDB's, chromium). */
+export function findOnPath(name: string): string | null {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (dir === '') continue;
     const candidate = path.join(dir, name);
