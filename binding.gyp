@@ -2,6 +2,7 @@
 # Node-API glue in a file of its own, registered by native/addon.c:
 #   native/sstableExports.c  the table format: the reader's read + checksum + LZ4/Snappy decode in
 #       one call, the writer's LZ4 encoder (lz4Encode.c), XXH3 (xxh3.c), the filter's XXPH3 (xxph3.c)
+#       and a block's SeekGE and the Bloom probe over the block's bytes (blockSearch.c)
 #   native/ingestExports.c   the import: its CSV fast path (rowParse.c), its sort and run gather
 #       (rowSort.c), its merge of runs into data blocks (mergeBlocks.c)
 #   native/utilExports.c     huge-page advice and page release for large buffers, early
@@ -17,6 +18,7 @@
       "target_name": "blockcodec",
       "sources": [
         "native/addon.c",
+        "native/blockSearch.c",
         "native/napiHelpers.c",
         "native/sstableExports.c",
         "native/ingestExports.c",

@@ -35,6 +35,8 @@
  *   lz4EncodeInto(src, srcStart, srcEnd, dst, dstStart, dstEnd) -> number  the table writer's
  *       LZ4 encoder (lz4Encode.c): the encoded length, or 0 when it does not fit
  *   xxph3(data, start, end) -> [lo, hi]  XXPH3-64, the filter's key hash (xxph3.c)
+ *   blockSeekGE(data, target, keyOut, io) -> offset | -1 | -2   a block's SeekGE (blockSearch.c)
+ *   bloomMayMatch(bits, lengthBytes, numProbes, key) -> boolean   a FastLocalBloom probe
  *
  * Errors are thrown as JavaScript Errors with a `code` the caller maps to its own typed errors
  * (it knows the file name, block kind and offset): SHORT_READ (the file ends early; `missingBytes`
@@ -57,6 +59,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blockSearch.h"
 #include "layerExports.h"
 #include "lz4Decode.h"
 #include "lz4Encode.h"
@@ -460,6 +463,90 @@ static napi_value xxph3_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* blockSeekGE's io array: inputs at the front, the entry found after IO_OUT (see nativeSearch.ts). */
+enum {
+  IO_ENTRIES_END = 0,
+  IO_NUM_RESTARTS,
+  IO_ORDER,
+  IO_VALUE_FORMAT,
+  IO_MIN_KEY_BYTES,
+  IO_GLOBAL_SEQNO,
+  IO_COMPARISONS,
+  IO_OUT = 8,
+  IO_LENGTH = 16
+};
+
+/*
+ * blockSeekGE(data, target, keyOut, io) -> offset | -1 past the end | -2 declined (blockSearch.c):
+ * the first entry of the block in `data` whose key is >= target; its raw key lands in keyOut,
+ * its extent in io[IO_OUT..], and io[IO_COMPARISONS] grows by the comparisons made.
+ */
+static napi_value block_seek_ge_js(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint8_t *data, *target, *keyOut;
+  size_t dataBytes, targetBytes, keyOutBytes, ioLength;
+  double* io;
+  if (argc != 4) {
+    throw_invalid(env, "blockSeekGE(data, target, keyOut, io)");
+    return NULL;
+  }
+  if (!get_bytes(env, argv[0], &data, &dataBytes) || !get_bytes(env, argv[1], &target, &targetBytes) ||
+      !get_bytes(env, argv[2], &keyOut, &keyOutBytes) || !get_typed(env, argv[3], napi_float64_array, (void**)&io, &ioLength))
+    return NULL;
+  if (ioLength < IO_LENGTH || !(io[IO_ENTRIES_END] >= 0) || !(io[IO_NUM_RESTARTS] >= 0) ||
+      io[IO_ENTRIES_END] + 4 * io[IO_NUM_RESTARTS] > (double)dataBytes || io[IO_ORDER] < 0 || io[IO_ORDER] > 1 ||
+      io[IO_VALUE_FORMAT] < 0 || io[IO_VALUE_FORMAT] > 2 || (io[IO_ORDER] == 1 && targetBytes < 8)) {
+    throw_invalid(env, "blockSeekGE: io describes no block of data, or the target is no internal key");
+    return NULL;
+  }
+  BlockSearchStats stats = {0};
+  BlockSearch search = {data, (uint32_t)io[IO_ENTRIES_END], (uint32_t)io[IO_NUM_RESTARTS], target, targetBytes,
+                        (int)io[IO_ORDER], (int)io[IO_VALUE_FORMAT], (uint32_t)io[IO_MIN_KEY_BYTES],
+                        (int64_t)io[IO_GLOBAL_SEQNO], keyOut, keyOutBytes, &stats};
+  BlockSeekResult r = {0};
+  int64_t found = block_seek_ge(&search, &r);
+  io[IO_COMPARISONS] += stats.comparisons;
+  if (found >= 0) {
+    io[IO_OUT + 0] = r.entryOffset;
+    io[IO_OUT + 1] = r.keyLength;
+    io[IO_OUT + 2] = r.sharedBytes;
+    io[IO_OUT + 3] = r.valueStart;
+    io[IO_OUT + 4] = r.valueEnd;
+    io[IO_OUT + 5] = r.restartIndex;
+    io[IO_OUT + 6] = r.handleOffset;
+    io[IO_OUT + 7] = r.handleSize;
+  }
+  napi_value result;
+  napi_create_int32(env, (int32_t)found, &result);
+  return result;
+}
+
+/* bloomMayMatch(bits, lengthBytes, numProbes, key) -> boolean: a FastLocalBloom probe (blockSearch.c). */
+static napi_value bloom_may_match_js(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint8_t *bits, *key;
+  size_t bitsBytes, keyBytes, lengthBytes;
+  uint32_t numProbes;
+  if (argc != 4) {
+    throw_invalid(env, "bloomMayMatch(bits, lengthBytes, numProbes, key)");
+    return NULL;
+  }
+  if (!get_bytes(env, argv[0], &bits, &bitsBytes) || !get_index(env, argv[1], bitsBytes, &lengthBytes) ||
+      !get_bytes(env, argv[3], &key, &keyBytes))
+    return NULL;
+  if (napi_get_value_uint32(env, argv[2], &numProbes) != napi_ok || lengthBytes < 64) {
+    throw_invalid(env, "bloomMayMatch: numProbes must be a uint32 and the bits at least one 64-byte line");
+    return NULL;
+  }
+  napi_value result;
+  napi_get_boolean(env, bloom_may_match(bits, lengthBytes, numProbes, xxph3_64(key, keyBytes)), &result);
+  return result;
+}
+
 napi_status sstable_register(napi_env env, napi_value exports) {
   napi_property_descriptor properties[] = {
       NAPI_EXPORT_FUNCTION("readBlock", read_block),
@@ -468,6 +555,8 @@ napi_status sstable_register(napi_env env, napi_value exports) {
       NAPI_EXPORT_FUNCTION("snappyDecodeInto", snappy_decode_into_js),
       NAPI_EXPORT_FUNCTION("lz4EncodeInto", lz4_encode_into_js),
       NAPI_EXPORT_FUNCTION("xxph3", xxph3_js),
+      NAPI_EXPORT_FUNCTION("blockSeekGE", block_seek_ge_js),
+      NAPI_EXPORT_FUNCTION("bloomMayMatch", bloom_may_match_js),
   };
   return napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
 }

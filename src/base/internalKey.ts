@@ -9,7 +9,7 @@
  * exactly; the one larger value in use, kMaxSequenceNumber (2^56-1), is carried as the
  * constant MAX_SEQUENCE_NUMBER and encoded/decoded specially, so it round-trips.
  */
-import { assert } from '../util/errors';
+import { assertionFailed } from '../util/errors';
 
 export enum ValueType {
   Deletion = 0x00,
@@ -41,7 +41,7 @@ export function writeTrailer(buf: Uint8Array, pos: number, seq: number, type: nu
     low = 0xffffff00 | type;
     high = 0xffffffff;
   } else {
-    assert(seq >= 0 && Number.isInteger(seq), `sequence number ${seq} must be a non-negative integer`);
+    if (!(seq >= 0 && Number.isInteger(seq))) assertionFailed(`sequence number ${seq} must be a non-negative integer`);
     low = ((seq % TWO_POW_24) * 256 + type) >>> 0;
     high = Math.floor(seq / TWO_POW_24) >>> 0;
   }
@@ -82,7 +82,7 @@ export function typeOf(ikey: Uint8Array): number {
 
 /** The user key of an internal key, as a view. */
 export function userKeyOf(ikey: Buffer): Buffer {
-  assert(ikey.length >= TRAILER_BYTES, `internal key of ${ikey.length} bytes is shorter than its 8-byte trailer`);
+  if (ikey.length < TRAILER_BYTES) assertionFailed(`internal key of ${ikey.length} bytes is shorter than its 8-byte trailer`);
   return ikey.subarray(0, ikey.length - TRAILER_BYTES);
 }
 

@@ -4,7 +4,7 @@
  * a pinned sequence can see. A file of its own so that the ingestion code, which takes a
  * snapshot's type, and the engine, which makes them, do not import each other.
  */
-import { assert } from '../util/errors';
+import { assertionFailed } from '../util/errors';
 
 /**
  * The sequence numbers pinned by live snapshots and iterators, as reference counts. Counting by
@@ -22,7 +22,7 @@ export class PinnedSequences {
 
   unpin(sequence: number): void {
     const refs = this.refsBySequence.get(sequence);
-    assert(refs !== undefined && refs > 0, `sequence ${sequence} unpinned more often than pinned`);
+    if (refs === undefined || refs <= 0) assertionFailed(`sequence ${sequence} unpinned more often than pinned`);
     if (refs === 1) this.refsBySequence.delete(sequence);
     else this.refsBySequence.set(sequence, refs - 1);
     this.pinCount--;

@@ -17,7 +17,7 @@
  * Fragmenting and clipping happen once per open reader and are kept with it; a table without
  * tombstones answers with the shared empty list, allocating and comparing nothing.
  */
-import { assert } from '../util/errors';
+import { assert, assertionFailed } from '../util/errors';
 import { BlockCache } from '../sstable/reader/blockCache';
 import { TableReader } from '../sstable/reader/tableReader';
 import { tableFileName } from './fileNames';
@@ -46,7 +46,7 @@ class Entry implements TableHandle {
   ) {}
   fileTombstones(file: FileMetaData): FragmentedTombstoneList {
     if (this.clipped === null) {
-      assert(file.fileNumber === this.fileNumber, `tombstones of file ${file.fileNumber} asked of table ${this.fileNumber}`);
+      if (file.fileNumber !== this.fileNumber) assertionFailed(`tombstones of file ${file.fileNumber} asked of table ${this.fileNumber}`);
       const all = this.reader.fragmentedRangeTombstones();
       if (all.count === 0) {
         this.clipped = all;
@@ -109,7 +109,7 @@ export class TableCache {
   }
 
   releaseEntry(e: Entry): void {
-    assert(e.refs > 0, `table ${e.fileNumber} released more often than acquired`);
+    if (e.refs <= 0) assertionFailed(`table ${e.fileNumber} released more often than acquired`);
     if (--e.refs > 0) return;
     if (e.evicted) {
       e.reader.close();

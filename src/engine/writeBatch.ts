@@ -17,7 +17,7 @@
  * bytes (bytesInput.ts).
  */
 import { ByteSink, decoded, readVarint32 } from '../util/coding';
-import { CorruptionError, IngestError, assert } from '../util/errors';
+import { assertionFailed, CorruptionError, IngestError } from '../util/errors';
 import { MAX_ASSIGNABLE_SEQUENCE, ValueType } from '../base/internalKey';
 import { MAX_LOGICAL_RECORD_BYTES } from './wal/logFormat';
 import { BytesInput, toBytes } from './bytesInput';
@@ -106,8 +106,8 @@ export class WriteBatch {
 
   /** Stamps the batch's base sequence; the last record gets `seq + count - 1`. */
   setSequence(seq: number): void {
-    assert(Number.isSafeInteger(seq) && seq >= 0, `sequence ${seq} must be a safe non-negative integer`);
-    assert(seq + this.recordCount - 1 <= MAX_ASSIGNABLE_SEQUENCE, `sequence ${seq} + ${this.recordCount} overflows`);
+    if (!(Number.isSafeInteger(seq) && seq >= 0)) assertionFailed(`sequence ${seq} must be a safe non-negative integer`);
+    if (seq + this.recordCount - 1 > MAX_ASSIGNABLE_SEQUENCE) assertionFailed(`sequence ${seq} + ${this.recordCount} overflows`);
     this.rep.buf.writeUInt32LE(seq % TWO_POW_32, 0);
     this.rep.buf.writeUInt32LE(Math.floor(seq / TWO_POW_32), 4);
   }

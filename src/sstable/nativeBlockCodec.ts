@@ -84,6 +84,16 @@ export interface NativeBlockCodec {
   lz4EncodeInto(src: Uint8Array, srcStart: number, srcEnd: number, dst: Uint8Array, dstStart: number, dstEnd: number): number;
   /** XXPH3-64 of data[start, end) as [lo, hi] uint32 halves (native/xxph3.c). */
   xxph3(data: Uint8Array, start: number, end: number): [number, number];
+  /**
+   * A block's SeekGE over its bytes (native/blockSearch.c): the first entry of `data` whose key
+   * is >= target, under the order and value format `io` describes (layout: BlockSearchIo in
+   * src/sstable/reader/nativeSearch.ts). Returns its offset with its raw key in keyOut and its
+   * extent in io, -1 when every key is below the target, or -2 when it declines (a malformed
+   * entry, a key longer than keyOut): the caller's JavaScript search then answers, or reports.
+   */
+  blockSeekGE(data: Uint8Array, target: Uint8Array, keyOut: Uint8Array, io: Float64Array): number;
+  /** A FastLocalBloom probe of bits[0, lengthBytes) for key (hashed here with XXPH3-64). */
+  bloomMayMatch(bits: Uint8Array, lengthBytes: number, numProbes: number, key: Uint8Array): boolean;
 }
 
 const loaded = nativeFace<NativeBlockCodec>({
@@ -93,6 +103,8 @@ const loaded = nativeFace<NativeBlockCodec>({
   snappyDecodeInto: true,
   lz4EncodeInto: true,
   xxph3: true,
+  blockSeekGE: true,
+  bloomMayMatch: true,
 });
 
 /** The native codec, or null (then every caller uses its JavaScript path). */

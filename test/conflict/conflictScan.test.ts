@@ -399,7 +399,10 @@ describe('conflict scan behaviour', () => {
     for (let i = 0; i < 2000; i++) many.push([keyOf(i), valueOf(i)]);
     const big = writeSstSet(path.join(dir, 'auto-big'), many, 2, rng(7));
     const rep2 = checkSstConflicts(engine, big, { strategy: 'auto' });
-    expect(rep2.summary.strategy).toBe('seek');
+    // The byte rule picks seeks first; which strategy then covers most keys is measured (the
+    // adaptive scan's timings), so only the first pick is asserted, not the winner.
+    expect(rep2.summary.engineBytesInSpan).toBeLessThanOrEqual(10 * rep2.summary.sstBytes);
+    expect(rep2.summary.strategyReason).toContain('started with interleaved seeks');
     expect(rep2.summary).toMatchObject({ sstKeys: 2000, unchanged: 1000, new: 1000, conflicts: 0 });
   });
 

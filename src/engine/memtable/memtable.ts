@@ -22,7 +22,7 @@ import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../../
 import { SkipList } from './skiplist';
 import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../base/internalKey';
 import { compareByteRanges } from '../../base/keyCompare';
-import { assert } from '../../util/errors';
+import { assert, assertionFailed } from '../../util/errors';
 import { FragmentedTombstoneList, fragmentTombstones } from '../../base/fragmenter';
 
 export enum LookupResult {
@@ -82,7 +82,7 @@ export class Memtable {
     if (type === ValueType.RangeDeletion) {
       this.rangeDeletions.insert(userKey, seq, type, value);
     } else {
-      assert(type === ValueType.Value || type === ValueType.Deletion, `memtable cannot hold value type ${type}`);
+      if (type !== ValueType.Value && type !== ValueType.Deletion) assertionFailed(`memtable cannot hold value type ${type}`);
       this.points.insert(userKey, seq, type, value);
     }
     if (seq < this.smallestSeqSeen) this.smallestSeqSeen = seq;

@@ -44,6 +44,7 @@ import { CorruptionError, assert } from '../../util/errors';
 import { compareByteRanges, compareInternalKeyRanges } from '../../base/keyCompare';
 import { BLOCK_TRAILER_BYTES } from '../checksum';
 import { TRAILER_BYTES, writeTrailer } from '../../base/internalKey';
+import { BlockSearchIo, nativeSearch, SEARCH_DECLINED, SEARCH_PAST_END, SearchOrder, searchIo } from './nativeSearch';
 
 /**
  * A total order over key byte ranges `a[aStart, aStart + aLength)` and `b[bStart, bStart + bLength)`,
@@ -400,6 +401,7 @@ export class BlockIterator implements InternalIterator {
     }
     this.cacheIndex = -1;
     if (this.block === null || this.block.numRestarts === 0) return this.invalidate();
+    if (nativeSearch !== null && this.knownOrder !== KnownOrder.Other && this.nativeSeekGE(this.block, target)) return;
     const r = this.findLastRestartBelow(target);
     if (this.exactRestart >= 0) {
       this.parseRestartEntry(this.exactRestart);
@@ -412,6 +414,45 @@ export class BlockIterator implements InternalIterator {
     // Restart r's key is < target: scan to the first key >= target. The scan never passes
     // restart r + 1, whose key is > target.
     this.advanceTo(target, false, this.intervalEnd(r));
+  }
+
+  /**
+   * seekGE through native/blockSearch.c: the same binary search and scan, step for step (the same
+   * entry, the same comparisons counted), over the block's bytes in one call. False when it
+   * declined (a malformed entry, a key longer than keyBuf, a target too short to be an internal
+   * key): the JavaScript search then runs from the start and grows keyBuf or reports the
+   * corruption with its file and entry. keyBuf's raw bytes are overwritten either way, which
+   * the search from a restart point never needs.
+   */
+  private nativeSeekGE(block: Block, target: Buffer): boolean {
+    const internal = this.knownOrder === KnownOrder.Internal;
+    if (internal && target.length < TRAILER_BYTES) return false;
+    const io = searchIo;
+    io[BlockSearchIo.EntriesEnd] = block.entriesEnd;
+    io[BlockSearchIo.NumRestarts] = block.numRestarts;
+    io[BlockSearchIo.Order] = internal ? SearchOrder.Internal : SearchOrder.Bytewise;
+    io[BlockSearchIo.ValueFormat] = this.valueFormat;
+    io[BlockSearchIo.MinKeyBytes] = this.minKeyBytes;
+    io[BlockSearchIo.GlobalSeqno] = this.globalSeqno;
+    io[BlockSearchIo.Comparisons] = 0;
+    this.patched = false;
+    const found = (nativeSearch as NonNullable<typeof nativeSearch>).blockSeekGE(this.data, target, this.keyBuf, io);
+    if (found === SEARCH_DECLINED) return false;
+    perf.keyComparisons += io[BlockSearchIo.Comparisons];
+    if (found === SEARCH_PAST_END) {
+      this.invalidate();
+      return true;
+    }
+    this.entryOffset = found;
+    this.keyLength = io[BlockSearchIo.KeyLength];
+    this.sharedBytes = io[BlockSearchIo.SharedBytes];
+    this.valueStart = io[BlockSearchIo.ValueStart];
+    this.valueEnd = io[BlockSearchIo.ValueEnd];
+    this.restartHint = io[BlockSearchIo.RestartIndex];
+    this.handleOffset = io[BlockSearchIo.HandleOffset];
+    this.handleSize = io[BlockSearchIo.HandleSize];
+    this.finishPosition();
+    return true;
   }
 
   seekLT(target: Buffer): void {

@@ -22,7 +22,7 @@
  * blocks alike whether a cache is configured or not.
  */
 import { perf } from '../../base/perfContext';
-import { assert } from '../../util/errors';
+import { assert, assertionFailed } from '../../util/errors';
 import { Block } from './block';
 
 /** Bytes charged for an entry's bookkeeping objects on top of the block bytes. */
@@ -146,7 +146,7 @@ export class BlockCache {
   }
 
   unpin(entry: CacheEntry): void {
-    assert(entry.refs > 0, `block cache handle (${entry.cacheId}, ${entry.blockOffset}) released more often than pinned`);
+    if (entry.refs <= 0) assertionFailed(`block cache handle (${entry.cacheId}, ${entry.blockOffset}) released more often than pinned`);
     entry.refs--;
     if (entry.refs > 0) return;
     this.pinnedEntries--;
