@@ -5,6 +5,7 @@
 #       and a block's SeekGE and the Bloom probe over the block's bytes (blockSearch.c)
 #   native/ingestExports.c   the import: its CSV fast path (rowParse.c), its sort and run gather
 #       (rowSort.c), its merge of runs into data blocks (mergeBlocks.c)
+#   native/engineExports.c   the memtable skiplist's searches over its arena (skiplistSearch.c)
 #   native/utilExports.c     huge-page advice and page release for large buffers, early
 #       writeback and hole punching of files (writeback.c), the thread CPU clock, whole-file
 #       fcntl locks (the database LOCK's, src/util/fileLock.ts)
@@ -19,6 +20,8 @@
       "sources": [
         "native/addon.c",
         "native/blockSearch.c",
+        "native/engineExports.c",
+        "native/skiplistSearch.c",
         "native/napiHelpers.c",
         "native/sstableExports.c",
         "native/ingestExports.c",

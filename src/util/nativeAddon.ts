@@ -3,10 +3,11 @@
  * build/Release/blockcodec.node), loaded once per thread, or null when it is not built or is
  * switched off; and `nativeFace`, which each layer's typed face is made with:
  *   src/util/nativeUtil.ts            pages, writeback, thread CPU time (native/utilExports.c)
- *   src/sstable/nativeBlockCodec.ts   block read, codecs, checksums (native/sstableExports.c)
+ *   src/sstable/nativeBlockCodec.ts   block read, codecs, checksums, block search (native/sstableExports.c)
+ *   src/engine/memtable/nativeSkiplist.ts  the memtable skiplist's searches (native/engineExports.c)
  *   src/ingest/nativeImport.ts        row parse, sort, run gather, merge (native/ingestExports.c)
  *
- * Why one loader under three faces: the addon is one compiled module (one file to build, ship and
+ * Why one loader under four faces: the addon is one compiled module (one file to build, ship and
  * find), but each layer may only see its own functions and those of the layers below it, so a
  * face holds just the functions its layer declares, and none is the addon object itself.
  *

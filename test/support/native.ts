@@ -1,7 +1,7 @@
 /**
  * One gate for every suite that tests the native addon (native/*.c): `describeIfNative` runs the
- * suite when all three of the addon's faces are in use (src/util/nativeUtil.ts,
- * src/sstable/nativeBlockCodec.ts, src/ingest/nativeImport.ts). When they are not:
+ * suite when all four of the addon's faces are in use (src/util/nativeUtil.ts,
+ * src/sstable/nativeBlockCodec.ts, src/engine/memtable/nativeSkiplist.ts, src/ingest/nativeImport.ts). When they are not:
  * - under SST_INGEST_REQUIRE_NATIVE=1 (set by .ci/run) the suite is one failing test that says
  *   why, so a CI machine whose build silently fell back to JavaScript cannot pass;
  * - otherwise it is skipped, with the reason in its name and on the console, so a machine
@@ -11,6 +11,7 @@
 import { nativeUtil, nativeUtilStatus } from '../../src/util/nativeUtil';
 import { nativeBlockCodec, nativeBlockCodecStatus } from '../../src/sstable/nativeBlockCodec';
 import { nativeImport, nativeImportStatus } from '../../src/ingest/nativeImport';
+import { nativeSkiplist, nativeSkiplistStatus } from '../../src/engine/memtable/nativeSkiplist';
 
 /** Whether this run demands the native addon (CI). */
 export const nativeRequired = process.env.SST_INGEST_REQUIRE_NATIVE === '1';
@@ -20,11 +21,12 @@ export function nativeMissingReason(): string | null {
   const faces: Array<[string, object | null, string]> = [
     ['src/util/nativeUtil.ts', nativeUtil, nativeUtilStatus],
     ['src/sstable/nativeBlockCodec.ts', nativeBlockCodec, nativeBlockCodecStatus],
+    ['src/engine/memtable/nativeSkiplist.ts', nativeSkiplist, nativeSkiplistStatus],
     ['src/ingest/nativeImport.ts', nativeImport, nativeImportStatus],
   ];
   const missing = faces.filter(([, face]) => face === null);
   if (missing.length === 0) return null;
-  // One addon behind all three: when none loaded, they all say the same.
+  // One addon behind all four: when none loaded, they all say the same.
   if (missing.length === faces.length && missing.every(([, , status]) => status === missing[0][2])) return missing[0][2];
   return missing.map(([name, , status]) => `${name}: ${status}`).join('; ');
 }

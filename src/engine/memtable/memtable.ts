@@ -17,9 +17,12 @@
  *   entry); readers filter by sequence number, so that is harmless.
  * - `approximateMemoryUsageBytes` counts the arena bytes in use; the engine compares it with
  *   writeBufferSizeBytes to decide when the memtable is full.
+ * - `get` asks a Bloom filter of the point entries' user keys first (memtableFilter.ts), so a
+ *   lookup passes a memtable without its key for one cache line instead of a skiplist search.
  */
 import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../../base/iterator';
 import { SkipList } from './skiplist';
+import { MemtableFilter } from './memtableFilter';
 import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../base/internalKey';
 import { compareByteRanges } from '../../base/keyCompare';
 import { assert, assertionFailed } from '../../util/errors';
@@ -57,8 +60,13 @@ function seekKey(userKey: Uint8Array, seq: number): Buffer {
   return seekKeys.build(userKey, seq);
 }
 
+/** The skiplist's own default first arena, when the caller gives none (tests). */
+const DEFAULT_ARENA_BYTES = 16 * 1024;
+
 export class Memtable {
   private readonly points: SkipList;
+  /** Every point entry's user key, so that a lookup skips a memtable without its key. */
+  private readonly filter: MemtableFilter;
   /** Created on the first range deletion: most memtables never see one. */
   private rangeDeletionList: SkipList | null = null;
   private smallestSeqSeen = Number.MAX_SAFE_INTEGER;
@@ -69,6 +77,7 @@ export class Memtable {
 
   constructor(opts: MemtableOptions = {}) {
     this.points = new SkipList({ initialArenaBytes: opts.initialArenaBytes });
+    this.filter = new MemtableFilter(opts.initialArenaBytes ?? DEFAULT_ARENA_BYTES);
   }
 
   /** The range-deletion list; rare, so it gets a small arena. */
@@ -84,6 +93,7 @@ export class Memtable {
     } else {
       if (type !== ValueType.Value && type !== ValueType.Deletion) assertionFailed(`memtable cannot hold value type ${type}`);
       this.points.insert(userKey, seq, type, value);
+      this.filter.add(userKey);
     }
     if (seq < this.smallestSeqSeen) this.smallestSeqSeen = seq;
     if (seq > this.largestSeqSeen) this.largestSeqSeen = seq;
@@ -94,6 +104,7 @@ export class Memtable {
    * view into the arena, valid as long as the memtable is.
    */
   get(userKey: Buffer, readSeq: number, out: LookupValue): LookupResult {
+    if (!this.filter.mayContain(userKey)) return LookupResult.NotFound;
     const target = seekKey(userKey, readSeq);
     const node = this.points.seekGE(target);
     if (node === 0) return LookupResult.NotFound;

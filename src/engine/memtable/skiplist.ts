@@ -20,11 +20,16 @@
  * twice (asserted). Inserting keys in ascending order (bulk loads, sequential writes) costs one
  * or two comparisons, via the remembered splice of the previous insert, instead of a search.
  * Searches count perf.keyComparisons.
+ *
+ * The searches (lastBefore, findSplice) run natively when the addon is in use
+ * (src/engine/memtable/nativeSkiplist.ts): the same walk, step for step and comparison for
+ * comparison, over the same arena, as one call instead of about 20 JavaScript steps.
  */
-import { assert } from '../../util/errors';
+import { assert, assertionFailed } from '../../util/errors';
 import { TRAILER_BYTES, writeTrailer } from '../../base/internalKey';
 import { compareInternalKeyRanges } from '../../base/keyCompare';
 import { perf } from '../../base/perfContext';
+import { nativeSkiplist, SKIPLIST_KEY_PRESENT } from './nativeSkiplist';
 
 export const MAX_HEIGHT = 12;
 /** 1 in BRANCHING nodes of height h also get height h+1 (RocksDB's and LevelDB's choice). */
@@ -36,6 +41,8 @@ const HEADER_WORDS = 3;
 const INITIAL_ARENA_BYTES = 16 * 1024;
 /** Node offsets are kept in u32 words and compared as numbers; stay well inside that. */
 export const MAX_ARENA_BYTES = 2 ** 31;
+/** The native searches' comparison counter (one per thread: this module is loaded per thread). */
+const nativeCounters = new Float64Array(1);
 
 export class SkipList {
   private bytes: Buffer;
@@ -170,6 +177,13 @@ export class SkipList {
    * walk at one level is not compared again when it is also the next node one level down.
    */
   private lastBefore(target: Buffer, start: number, length: number): number {
+    if (nativeSkiplist !== null && length >= TRAILER_BYTES) {
+      nativeCounters[0] = 0;
+      const x = nativeSkiplist.skiplistLastBefore(this.bytes, this.heightInUse, target, start, length, nativeCounters);
+      perf.keyComparisons += nativeCounters[0];
+      if (x < 0) assertionFailed(`skiplist search met a node outside its ${this.used}-byte arena`);
+      return x;
+    }
     const words = this.words;
     let x = HEAD;
     let knownNotLess = NONE;
@@ -209,6 +223,14 @@ export class SkipList {
   }
 
   private findSplice(keyStart: number, keyLength: number, prev: Uint32Array): void {
+    if (nativeSkiplist !== null) {
+      nativeCounters[0] = 0;
+      const r = nativeSkiplist.skiplistFindSplice(this.bytes, this.heightInUse, keyStart, keyLength, prev, nativeCounters);
+      perf.keyComparisons += nativeCounters[0];
+      if (r === SKIPLIST_KEY_PRESENT) assertionFailed('skiplist insert of an internal key already present');
+      if (r !== 0) assertionFailed(`skiplist insert met a node outside its ${this.used}-byte arena`);
+      return;
+    }
     const words = this.words;
     let x = HEAD;
     let knownGreater = NONE;
