@@ -29,7 +29,11 @@ export interface EngineOptions extends CompactionOptions {
   createIfMissing?: boolean;
   /** Refuse to open an existing database (default false). */
   errorIfExists?: boolean;
-  /** Memtable size at which it becomes immutable and is flushed (default 64 MiB). */
+  /**
+   * Memtable size at which it becomes immutable and is flushed (default 64 MiB). Each memtable
+   * also holds a Bloom filter of its keys, 1/64 of this size (1 MiB at the default), not
+   * counted toward it (src/engine/memtable/memtableFilter.ts).
+   */
   writeBufferSizeBytes?: number;
   /** Unflushed immutable memtables past which writers wait (default 2). */
   maxImmutableMemtables?: number;
