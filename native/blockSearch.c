@@ -213,7 +213,12 @@ static int64_t scan_from_restart(const BlockSearch* s, uint32_t below, BlockSeek
   }
 }
 
-int64_t block_seek_ge(const BlockSearch* s, BlockSeekResult* r) {
+int64_t block_seek_ge(const BlockSearch* search, BlockSeekResult* r) {
+  /* Internal order reads every key's trailer: a shorter key is declined, whatever the caller said. */
+  BlockSearch checked = *search;
+  if (checked.order == BLOCK_ORDER_INTERNAL && checked.minKeyBytes < 8) checked.minKeyBytes = 8;
+  if (checked.order == BLOCK_ORDER_INTERNAL && checked.targetLength < 8) return BLOCK_SEEK_DECLINED;
+  const BlockSearch* s = &checked;
   if (s->numRestarts == 0) return BLOCK_SEEK_PAST_END;
   int ok = 1;
   int64_t exact;
