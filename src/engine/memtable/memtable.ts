@@ -21,7 +21,7 @@
  *   lookup passes a memtable without its key for one cache line instead of a skiplist search.
  */
 import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../../base/iterator';
-import { SkipList } from './skiplist';
+import { INITIAL_ARENA_BYTES, SkipList } from './skiplist';
 import { MemtableFilter } from './memtableFilter';
 import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../base/internalKey';
 import { compareByteRanges } from '../../base/keyCompare';
@@ -60,9 +60,6 @@ function seekKey(userKey: Uint8Array, seq: number): Buffer {
   return seekKeys.build(userKey, seq);
 }
 
-/** The skiplist's own default first arena, when the caller gives none (tests). */
-const DEFAULT_ARENA_BYTES = 16 * 1024;
-
 export class Memtable {
   private readonly points: SkipList;
   /** Every point entry's user key, so that a lookup skips a memtable without its key. */
@@ -77,7 +74,8 @@ export class Memtable {
 
   constructor(opts: MemtableOptions = {}) {
     this.points = new SkipList({ initialArenaBytes: opts.initialArenaBytes });
-    this.filter = new MemtableFilter(opts.initialArenaBytes ?? DEFAULT_ARENA_BYTES);
+    // Sized from the first arena: the engine sizes that from writeBufferSizeBytes.
+    this.filter = new MemtableFilter(opts.initialArenaBytes ?? INITIAL_ARENA_BYTES);
   }
 
   /** The range-deletion list; rare, so it gets a small arena. */

@@ -38,7 +38,7 @@ const NONE = 0;
 const HEAD = 0;
 /** Header words before the links: key length, value length, height. */
 const HEADER_WORDS = 3;
-const INITIAL_ARENA_BYTES = 16 * 1024;
+export const INITIAL_ARENA_BYTES = 16 * 1024;
 /** Node offsets are kept in u32 words and compared as numbers; stay well inside that. */
 export const MAX_ARENA_BYTES = 2 ** 31;
 /** The native searches' comparison counter (one per thread: this module is loaded per thread). */

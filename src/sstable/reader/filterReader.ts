@@ -109,7 +109,8 @@ export class FilterReader {
   keyMayMatch(userKey: Uint8Array): boolean {
     switch (this.kind) {
       case 'fastLocalBloom':
-        // Natively the hash and the probes are one crossing, about a quarter of their JavaScript cost.
+        // Hash and probes in one crossing. Either way the cost is mostly the line's cache miss
+        // (perf, gets from tables: 5.5% of a get natively, 6% in JavaScript).
         if (nativeSearch !== null) return nativeSearch.bloomMayMatch(this.bits, this.lengthBytes, this.numProbes, userKey);
         xxph3(userKey, 0, userKey.length);
         return fastLocalBloomHashMayMatch(xxph3Result.lo, xxph3Result.hi, this.lengthBytes, this.numProbes, this.bits);
