@@ -20,7 +20,8 @@
  *
  * Options on both sides: 64 MiB write buffer, at most one immutable memtable (RocksDB's
  * max_write_buffer_number=2), 8 MiB block cache (db_bench's default), format_version 5, XXH3
- * checksums, LZ4, 4 KiB blocks, 10 bits/key Bloom filters. Between the fill and the reads both
+ * checksums, LZ4, 4 KiB blocks, 10 bits/key Bloom filters, no memtable Bloom filter (db_bench's
+ * memtable_prefix_bloom_size_ratio is 0; ours is on by default: memtableFilter). Between the fill and the reads both
  * sides flush the memtable (db_bench's `flush`), and both run without automatic compactions
  * (--disable_auto_compactions): both then read the same shape, a few L0 files, whatever either
  * side's compaction would have chosen. Everything runs on one thread on each side, but RocksDB flushes on its
@@ -133,6 +134,7 @@ async function runOurs(dir: string, num: number): Promise<OurResult> {
   // intersection keeps this compiling against an engine that has no such option.
   const options: EngineOptions & { disableAutoCompactions?: boolean } = {
     disableAutoCompactions: true,
+    memtableFilter: false,
     writeBufferSizeBytes: WRITE_BUFFER_BYTES,
     maxImmutableMemtables: 1,
     blockCacheSizeBytes: BLOCK_CACHE_BYTES,

@@ -58,7 +58,7 @@ import { LogWriter } from './wal/logWriter';
 import { WriteBatch, WriteBatchVisitor, iterateRecords } from './writeBatch';
 import { MemtableInserter } from './walReplay';
 import { RecoveredEngine, RecoveryReport, openEngine } from './open';
-import { LookupResult, LookupValue, Memtable, RangeTombstone } from './memtable/memtable';
+import { LookupResult, LookupValue, Memtable, MemtableOptions, RangeTombstone } from './memtable/memtable';
 import { VersionSet } from './versionSet';
 import { Version, fileMayContain, findFile, compareUserKeyToFileBound } from './version';
 import { TableCache, TableHandle } from './tableCache';
@@ -180,7 +180,7 @@ export class Engine {
   private readonly writeBufferSizeBytes: number;
   private readonly maxImmutableMemtables: number;
   private readonly syncByDefault: boolean;
-  private readonly initialArenaBytes: number;
+  private readonly memtableOptions: MemtableOptions;
   private readonly flushOptions: Omit<FlushOptions, 'fileNumber'>;
   /** null when read-only. */
   private readonly lock: DbLock | null;
@@ -258,7 +258,7 @@ export class Engine {
     this.writeBufferSizeBytes = recovered.writeBufferSizeBytes;
     this.maxImmutableMemtables = recovered.maxImmutableMemtables;
     this.syncByDefault = recovered.sync;
-    this.initialArenaBytes = recovered.initialArenaBytes;
+    this.memtableOptions = recovered.memtableOptions;
     // A background flush stops at its next slice once close() begins.
     this.flushOptions = { ...recovered.flushOptions, shouldAbort: () => this.closing };
     this.lock = recovered.lock;
@@ -961,7 +961,7 @@ export class Engine {
     this.wal = wal;
     this.liveLogNumbers.push(walNumber);
     this.imms.push({ mem: this.mem, logNumberAfterFlush: walNumber });
-    this.mem = new Memtable({ initialArenaBytes: this.initialArenaBytes });
+    this.mem = new Memtable(this.memtableOptions);
     this.scheduleFlush();
   }
 
@@ -1073,7 +1073,7 @@ export class Engine {
     this.syncWalDirInBackground();
     this.liveLogNumbers.push(walNumber);
     this.imms.push({ mem: this.mem, logNumberAfterFlush: walNumber });
-    this.mem = new Memtable({ initialArenaBytes: this.initialArenaBytes });
+    this.mem = new Memtable(this.memtableOptions);
   }
 
   /** Sequence numbers of live snapshots and iterator read points, ascending and distinct. */

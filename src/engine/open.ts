@@ -50,7 +50,7 @@ import { OptionsSettings, ensureIdentity, refuseUnsupportedOptions, writeOptions
 import { tableFileName } from './fileNames';
 import { DroppedTail } from './wal/logReader';
 import { replayLogs } from './walReplay';
-import { Memtable } from './memtable/memtable';
+import { Memtable, MemtableOptions } from './memtable/memtable';
 import { MAX_ARENA_BYTES } from './memtable/skiplist';
 import { DEFAULT_LATCH_WAIT_TIMEOUT_MS } from './spanLatches';
 import { VersionSet } from './versionSet';
@@ -76,8 +76,8 @@ export interface RecoveredEngine {
   maxImmutableMemtables: number;
   /** Default for WriteOptions.sync. */
   sync: boolean;
-  /** Where a new memtable's arena starts (see initialArenaSize). */
-  initialArenaBytes: number;
+  /** How a new memtable is made: where its arena starts (see initialArenaSize), its filter. */
+  memtableOptions: MemtableOptions;
   /** Options for flushed tables; shouldAbort never aborts (the engine sets its own). */
   flushOptions: Omit<FlushOptions, 'fileNumber'>;
   /** null when read-only. */
@@ -187,8 +187,8 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
       entriesPerSlice: limits.flushSliceEntries,
       shouldAbort: () => false,
     };
-    const initialArenaBytes = initialArenaSize(limits.writeBufferSizeBytes);
-    const replayed = replayWals(state, logsToReplay, flushOptions, limits.writeBufferSizeBytes, initialArenaBytes);
+    const memtableOptions = memtableOptionsOf(limits, options);
+    const replayed = replayWals(state, logsToReplay, flushOptions, limits.writeBufferSizeBytes, memtableOptions);
 
     const walNumber = state.nextFileNumber++;
     const wal = LogWriter.create(logFileName(dir, walNumber));
@@ -215,7 +215,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
     writeOptionsFile(dir, optionsNumber, optionsSettings(limits, options));
 
     const binding = build({
-      ...writeSettings(dir, limits, options, initialArenaBytes),
+      ...writeSettings(dir, limits, options, memtableOptions),
       flushOptions,
       lock,
       versions,
@@ -258,10 +258,10 @@ function openReadOnly<E>(
   checkLiveTableSizes(dir, state);
   refuseUnsupportedOptions(dir, names, () => anyMergeOperands(dir, state));
   const logsToReplay = reserveFileNumbers(state, names);
-  const initialArenaBytes = initialArenaSize(limits.writeBufferSizeBytes);
+  const memtableOptions = memtableOptionsOf(limits, options);
   const replay = replayLogs(dir, logsToReplay, {
     writeBufferSizeBytes: limits.writeBufferSizeBytes,
-    initialArenaBytes,
+    memtable: memtableOptions,
     lastSequence: state.lastSequence,
   });
   state.lastSequence = replay.lastSequence;
@@ -275,7 +275,7 @@ function openReadOnly<E>(
   });
   const table = { ...options.table, columnFamilyId: 0, columnFamilyName: 'default' };
   return build({
-    ...writeSettings(dir, limits, options, initialArenaBytes),
+    ...writeSettings(dir, limits, options, memtableOptions),
     flushOptions: { dir, table, entriesPerSlice: limits.flushSliceEntries, shouldAbort: () => false },
     lock: null,
     versions,
@@ -291,14 +291,14 @@ function openReadOnly<E>(
 
 /** Runs every close; errors are swallowed (already failing: the first error is the one to report). */
 /** The settings of an engine's write path, the same for a read-write and a read-only open. */
-function writeSettings(dir: string, limits: OpenLimits, options: EngineOptions, initialArenaBytes: number) {
+function writeSettings(dir: string, limits: OpenLimits, options: EngineOptions, memtableOptions: MemtableOptions) {
   return {
     dir,
     writeBufferSizeBytes: limits.writeBufferSizeBytes,
     maxImmutableMemtables: limits.maxImmutableMemtables,
     sync: options.sync ?? false,
     latchWaitTimeoutMs: limits.latchWaitTimeoutMs,
-    initialArenaBytes,
+    memtableOptions,
   };
 }
 
@@ -367,9 +367,13 @@ function replayWals(
   logsToReplay: number[],
   flushOptions: Omit<FlushOptions, 'fileNumber'>,
   writeBufferSizeBytes: number,
-  initialArenaBytes: number,
+  memtableOptions: MemtableOptions,
 ): { mem: Memtable; liveLogNumbers: number[]; report: RecoveryReport } {
-  const replay = replayLogs(flushOptions.dir, logsToReplay, { writeBufferSizeBytes, initialArenaBytes, lastSequence: state.lastSequence });
+  const replay = replayLogs(flushOptions.dir, logsToReplay, {
+    writeBufferSizeBytes,
+    memtable: memtableOptions,
+    lastSequence: state.lastSequence,
+  });
   state.lastSequence = replay.lastSequence;
   const report: RecoveryReport = {
     logsReplayed: logsToReplay,
@@ -388,7 +392,7 @@ function replayWals(
         report.tablesFlushedAtOpen++;
       }
     }
-    mem = new Memtable({ initialArenaBytes });
+    mem = new Memtable(memtableOptions);
     liveLogNumbers = [];
   } else if (mem.isEmpty) {
     liveLogNumbers = [];
@@ -495,6 +499,7 @@ function optionsSettings(limits: OpenLimits, options: EngineOptions): OptionsSet
     blockSizeBytes: t.blockSizeBytes,
     blockRestartInterval: t.blockRestartInterval,
     bloomBitsPerKey: t.bloomBitsPerKey,
+    memtableFilter: options.memtableFilter !== false,
   };
 }
 
@@ -508,4 +513,11 @@ function optionsSettings(limits: OpenLimits, options: EngineOptions): OptionsSet
  */
 function initialArenaSize(writeBufferSizeBytes: number): number {
   return Math.min(MAX_ARENA_BYTES, writeBufferSizeBytes + ARENA_SLACK_BYTES);
+}
+
+/** How the engine makes its memtables: the arena above, and the filter unless turned off. */
+function memtableOptionsOf(limits: OpenLimits, options: EngineOptions): MemtableOptions {
+  const filter: unknown = options.memtableFilter ?? true;
+  if (typeof filter !== 'boolean') throw invalid(`memtableFilter must be true or false, got ${String(filter)}`);
+  return { initialArenaBytes: initialArenaSize(limits.writeBufferSizeBytes), filter };
 }

@@ -28,6 +28,7 @@ import { IngestError } from '../util/errors';
 import { FileKind, identityFileName, optionsFileName, parseFileName, tempFileName } from './fileNames';
 import { replaceFileDurably } from './durableFs';
 import { BYTEWISE_COMPARATOR_NAME } from './manifest';
+import { FILTER_ARENA_DIVISOR } from './memtable/memtableFilter';
 
 /** Section name -> (option name -> value). */
 export type OptionsFile = Map<string, Map<string, string>>;
@@ -131,6 +132,8 @@ export interface OptionsSettings {
   blockSizeBytes: number;
   blockRestartInterval: number;
   bloomBitsPerKey: number;
+  /** A Bloom filter per memtable, 1/FILTER_ARENA_DIVISOR of its arena (src/engine/memtable/memtableFilter.ts). */
+  memtableFilter: boolean;
 }
 
 const COMPRESSION_NAMES = [
@@ -179,6 +182,8 @@ export function formatOptionsFile(s: OptionsSettings): string {
       ['max_bytes_for_level_multiplier', s.maxBytesForLevelMultiplier.toFixed(6)],
       ['target_file_size_base', s.targetFileSizeBytes],
       ['disable_auto_compactions', s.disableAutoCompactions],
+      ['memtable_whole_key_filtering', s.memtableFilter],
+      ['memtable_prefix_bloom_size_ratio', (s.memtableFilter ? 1 / FILTER_ARENA_DIVISOR : 0).toFixed(6)],
       ['enable_blob_files', false],
     ]),
     section('TableOptions/BlockBasedTable "default"', [

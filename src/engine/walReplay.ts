@@ -12,7 +12,7 @@ import { CorruptionError, assert } from '../util/errors';
 import { ValueType } from '../base/internalKey';
 import { DroppedTail, LogReader } from './wal/logReader';
 import { WriteBatchVisitor, batchHeader, iterateRecords } from './writeBatch';
-import { Memtable } from './memtable/memtable';
+import { Memtable, MemtableOptions } from './memtable/memtable';
 import { logFileName } from './fileNames';
 
 /** Applies a batch's records to a memtable. */
@@ -33,7 +33,8 @@ const EMPTY = Buffer.alloc(0);
 
 export interface ReplayOptions {
   writeBufferSizeBytes: number;
-  initialArenaBytes: number;
+  /** How the engine makes its memtables (arena size, filter). */
+  memtable: MemtableOptions;
   /** The manifest's last sequence number; the result is at least this. */
   lastSequence: number;
 }
@@ -47,7 +48,7 @@ export interface ReplayResult {
 }
 
 export function replayLogs(dir: string, logNumbers: readonly number[], opts: ReplayOptions): ReplayResult {
-  const memtables = [new Memtable({ initialArenaBytes: opts.initialArenaBytes })];
+  const memtables = [new Memtable(opts.memtable)];
   const inserter = new MemtableInserter();
   const result: ReplayResult = { memtables, lastSequence: opts.lastSequence, batches: 0, droppedTails: [] };
   let previousBatchLastSeq = -1;
@@ -67,7 +68,7 @@ export function replayLogs(dir: string, logNumbers: readonly number[], opts: Rep
       }
       let mem = memtables[memtables.length - 1];
       if (mem.approximateMemoryUsageBytes >= opts.writeBufferSizeBytes) {
-        mem = new Memtable({ initialArenaBytes: opts.initialArenaBytes });
+        mem = new Memtable(opts.memtable);
         memtables.push(mem);
       }
       inserter.mem = mem;

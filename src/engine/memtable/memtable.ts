@@ -17,8 +17,9 @@
  *   entry); readers filter by sequence number, so that is harmless.
  * - `approximateMemoryUsageBytes` counts the arena bytes in use; the engine compares it with
  *   writeBufferSizeBytes to decide when the memtable is full.
- * - `get` asks a Bloom filter of the point entries' user keys first (memtableFilter.ts), so a
- *   lookup passes a memtable without its key for one cache line instead of a skiplist search.
+ * - `get` asks a Bloom filter of the point entries' user keys first (memtableFilter.ts; on
+ *   unless `filter: false`), so a lookup passes a memtable without its key for one cache line
+ *   instead of a skiplist search.
  */
 import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../../base/iterator';
 import { INITIAL_ARENA_BYTES, SkipList } from './skiplist';
@@ -51,6 +52,8 @@ export interface RangeTombstone {
 export interface MemtableOptions {
   /** Initial arena size (it doubles as needed); the engine sizes it from writeBufferSizeBytes. */
   initialArenaBytes?: number;
+  /** Keep a Bloom filter of the point entries' user keys (memtableFilter.ts); default true. */
+  filter?: boolean;
 }
 
 /** Seek keys for lookups, built without allocating (one builder: JS runs one lookup at a time). */
@@ -62,8 +65,8 @@ function seekKey(userKey: Uint8Array, seq: number): Buffer {
 
 export class Memtable {
   private readonly points: SkipList;
-  /** Every point entry's user key, so that a lookup skips a memtable without its key. */
-  private readonly filter: MemtableFilter;
+  /** Every point entry's user key, so that a lookup skips a memtable without its key; null when off. */
+  private readonly filter: MemtableFilter | null;
   /** Created on the first range deletion: most memtables never see one. */
   private rangeDeletionList: SkipList | null = null;
   private smallestSeqSeen = Number.MAX_SAFE_INTEGER;
@@ -75,7 +78,7 @@ export class Memtable {
   constructor(opts: MemtableOptions = {}) {
     this.points = new SkipList({ initialArenaBytes: opts.initialArenaBytes });
     // Sized from the first arena: the engine sizes that from writeBufferSizeBytes.
-    this.filter = new MemtableFilter(opts.initialArenaBytes ?? INITIAL_ARENA_BYTES);
+    this.filter = opts.filter === false ? null : new MemtableFilter(opts.initialArenaBytes ?? INITIAL_ARENA_BYTES);
   }
 
   /** The range-deletion list; rare, so it gets a small arena. */
@@ -91,7 +94,7 @@ export class Memtable {
     } else {
       if (type !== ValueType.Value && type !== ValueType.Deletion) assertionFailed(`memtable cannot hold value type ${type}`);
       this.points.insert(userKey, seq, type, value);
-      this.filter.add(userKey);
+      if (this.filter !== null) this.filter.add(userKey);
     }
     if (seq < this.smallestSeqSeen) this.smallestSeqSeen = seq;
     if (seq > this.largestSeqSeen) this.largestSeqSeen = seq;
@@ -102,7 +105,7 @@ export class Memtable {
    * view into the arena, valid as long as the memtable is.
    */
   get(userKey: Buffer, readSeq: number, out: LookupValue): LookupResult {
-    if (!this.filter.mayContain(userKey)) return LookupResult.NotFound;
+    if (this.filter !== null && !this.filter.mayContain(userKey)) return LookupResult.NotFound;
     const target = seekKey(userKey, readSeq);
     const node = this.points.seekGE(target);
     if (node === 0) return LookupResult.NotFound;

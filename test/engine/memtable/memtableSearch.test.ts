@@ -13,6 +13,10 @@ import { MemtableFilter } from '../../../src/engine/memtable/memtableFilter';
 import { nativeSkiplist } from '../../../src/engine/memtable/nativeSkiplist';
 import { perf, resetPerfContext } from '../../../src/base/perfContext';
 import { mulberry32 } from '../../../src/util/random';
+import { Engine } from '../../../src/engine/engine';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 
 type SkipListModule = typeof import('../../../src/engine/memtable/skiplist');
 type PerfModule = typeof import('../../../src/base/perfContext');
@@ -167,6 +171,36 @@ describe('memtable Bloom filter', () => {
       const r = mt.get(Buffer.from(`key${i}`), MAX_SEQUENCE_NUMBER, out);
       expect(r).toBe(i % 10 === 0 ? LookupResult.Deleted : LookupResult.Found);
       expect(out.seq).toBe(i + 1);
+    }
+  });
+
+  test('memtableFilter: false opens memtables without filters; the OPTIONS file records the choice', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'memtable-filter-'));
+    try {
+      for (const filter of [true, false]) {
+        const dir = path.join(root, String(filter));
+        const engine = await Engine.open(dir, { memtableFilter: filter });
+        try {
+          for (let i = 0; i < 2000; i++) await engine.put(`key${i}`, `v${i}`);
+          resetPerfContext();
+          for (let i = 0; i < 200; i++) expect(engine.get(`absent${i}`)).toBeNull();
+          // With the filter almost no absent key reaches the skiplist; without it each one compares.
+          if (filter) expect(perf.keyComparisons).toBeLessThan(200);
+          else expect(perf.keyComparisons).toBeGreaterThanOrEqual(200);
+          expect(engine.get('key1999')?.toString()).toBe('v1999');
+        } finally {
+          await engine.close();
+        }
+        const options = fs.readdirSync(dir).filter((n) => n.startsWith('OPTIONS-'));
+        const text = fs.readFileSync(path.join(dir, options[options.length - 1]), 'utf8');
+        expect(text).toContain(`memtable_whole_key_filtering=${filter}`);
+        expect(text).toContain(`memtable_prefix_bloom_size_ratio=${filter ? '0.015625' : '0.000000'}`);
+      }
+      await expect(Engine.open(path.join(root, 'bad'), { memtableFilter: 'yes' as unknown as boolean })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
     }
   });
 });
