@@ -7,6 +7,7 @@
  * without a skiplist comparison.
  */
 import { describeIfNative } from '../../support/native';
+import { loadWithEnv } from '../../support/isolatedModules';
 import { makeInternalKey, MAX_SEQUENCE_NUMBER, ValueType } from '../../../src/base/internalKey';
 import { Memtable, LookupResult, LookupValue } from '../../../src/engine/memtable/memtable';
 import { MemtableFilter } from '../../../src/engine/memtable/memtableFilter';
@@ -29,23 +30,11 @@ interface Side {
 }
 
 function loadSide(native: boolean): Side {
-  const saved = process.env.SST_INGEST_NATIVE_SKIPLIST;
-  process.env.SST_INGEST_NATIVE_SKIPLIST = native ? '1' : '0';
-  let side: Side | null = null;
-  try {
-    jest.isolateModules(() => {
-      side = {
-        skiplist: require('../../../src/engine/memtable/skiplist') as SkipListModule,
-        perf: require('../../../src/base/perfContext') as PerfModule,
-        face: require('../../../src/engine/memtable/nativeSkiplist') as FaceModule,
-      };
-    });
-  } finally {
-    if (saved === undefined) delete process.env.SST_INGEST_NATIVE_SKIPLIST;
-    else process.env.SST_INGEST_NATIVE_SKIPLIST = saved;
-  }
-  if (side === null) throw new Error('modules did not load');
-  return side;
+  return loadWithEnv('SST_INGEST_NATIVE_SKIPLIST', native ? '1' : '0', () => ({
+    skiplist: require('../../../src/engine/memtable/skiplist') as SkipListModule,
+    perf: require('../../../src/base/perfContext') as PerfModule,
+    face: require('../../../src/engine/memtable/nativeSkiplist') as FaceModule,
+  }));
 }
 
 /** Random user keys with shared prefixes and lengths 0..12, so comparisons reach every branch. */

@@ -10,6 +10,7 @@
  * as the JavaScript probe does.
  */
 import { describeIfNative } from '../../support/native';
+import { loadWithEnv } from '../../support/isolatedModules';
 import { ByteSink, zigzagEncode } from '../../../src/util/coding';
 import { makeInternalKey, MAX_SEQUENCE_NUMBER, typeOf, userKeyOf, ValueType } from '../../../src/base/internalKey';
 import { BlockBuilder } from '../../../src/sstwriter/blockBuilder';
@@ -33,25 +34,13 @@ interface SearchSide {
 
 /** The reader's modules in a registry of their own, with the native search on or off. */
 function loadSide(native: boolean): SearchSide {
-  const saved = process.env.SST_INGEST_NATIVE_SEARCH;
-  process.env.SST_INGEST_NATIVE_SEARCH = native ? '1' : '0';
-  let side: SearchSide | null = null;
-  try {
-    jest.isolateModules(() => {
-      side = {
-        block: require('../../../src/sstable/reader/block') as BlockModule,
-        perf: require('../../../src/base/perfContext') as PerfModule,
-        keyCompare: require('../../../src/base/keyCompare') as KeyCompareModule,
-        filter: require('../../../src/sstable/reader/filterReader') as FilterModule,
-        search: require('../../../src/sstable/reader/nativeSearch') as SearchModule,
-      };
-    });
-  } finally {
-    if (saved === undefined) delete process.env.SST_INGEST_NATIVE_SEARCH;
-    else process.env.SST_INGEST_NATIVE_SEARCH = saved;
-  }
-  if (side === null) throw new Error('modules did not load');
-  return side;
+  return loadWithEnv('SST_INGEST_NATIVE_SEARCH', native ? '1' : '0', () => ({
+    block: require('../../../src/sstable/reader/block') as BlockModule,
+    perf: require('../../../src/base/perfContext') as PerfModule,
+    keyCompare: require('../../../src/base/keyCompare') as KeyCompareModule,
+    filter: require('../../../src/sstable/reader/filterReader') as FilterModule,
+    search: require('../../../src/sstable/reader/nativeSearch') as SearchModule,
+  }));
 }
 
 type Order = 'internal' | 'bytewise';
