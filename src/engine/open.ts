@@ -133,6 +133,8 @@ interface OpenLimits {
   flushSliceEntries: number;
   latchWaitTimeoutMs: number;
   createIfMissing: boolean;
+  /** EngineOptions.memtableFilter. */
+  memtableFilter: boolean;
 }
 
 function invalid(message: string): IngestError {
@@ -187,7 +189,7 @@ export function openEngine<E>(dir: string, options: EngineOptions, build: (recov
       entriesPerSlice: limits.flushSliceEntries,
       shouldAbort: () => false,
     };
-    const memtableOptions = memtableOptionsOf(limits, options);
+    const memtableOptions = memtableOptionsOf(limits);
     const replayed = replayWals(state, logsToReplay, flushOptions, limits.writeBufferSizeBytes, memtableOptions);
 
     const walNumber = state.nextFileNumber++;
@@ -258,7 +260,7 @@ function openReadOnly<E>(
   checkLiveTableSizes(dir, state);
   refuseUnsupportedOptions(dir, names, () => anyMergeOperands(dir, state));
   const logsToReplay = reserveFileNumbers(state, names);
-  const memtableOptions = memtableOptionsOf(limits, options);
+  const memtableOptions = memtableOptionsOf(limits);
   const replay = replayLogs(dir, logsToReplay, {
     writeBufferSizeBytes: limits.writeBufferSizeBytes,
     memtable: memtableOptions,
@@ -330,6 +332,8 @@ function resolveOpenLimits(options: EngineOptions): OpenLimits {
   if (!(typeof latchWaitTimeoutMs === 'number' && latchWaitTimeoutMs > 0)) {
     throw invalid(`latchWaitTimeoutMs must be a positive number of milliseconds, got ${String(latchWaitTimeoutMs)}`);
   }
+  const memtableFilter: unknown = options.memtableFilter ?? true;
+  if (typeof memtableFilter !== 'boolean') throw invalid(`memtableFilter must be true or false, got ${String(memtableFilter)}`);
   return {
     writeBufferSizeBytes,
     maxImmutableMemtables,
@@ -337,6 +341,7 @@ function resolveOpenLimits(options: EngineOptions): OpenLimits {
     flushSliceEntries,
     latchWaitTimeoutMs,
     createIfMissing: options.createIfMissing ?? true,
+    memtableFilter,
   };
 }
 
@@ -499,7 +504,7 @@ function optionsSettings(limits: OpenLimits, options: EngineOptions): OptionsSet
     blockSizeBytes: t.blockSizeBytes,
     blockRestartInterval: t.blockRestartInterval,
     bloomBitsPerKey: t.bloomBitsPerKey,
-    memtableFilter: options.memtableFilter !== false,
+    memtableFilter: limits.memtableFilter,
   };
 }
 
@@ -516,8 +521,6 @@ function initialArenaSize(writeBufferSizeBytes: number): number {
 }
 
 /** How the engine makes its memtables: the arena above, and the filter unless turned off. */
-function memtableOptionsOf(limits: OpenLimits, options: EngineOptions): MemtableOptions {
-  const filter: unknown = options.memtableFilter ?? true;
-  if (typeof filter !== 'boolean') throw invalid(`memtableFilter must be true or false, got ${String(filter)}`);
-  return { initialArenaBytes: initialArenaSize(limits.writeBufferSizeBytes), filter };
+function memtableOptionsOf(limits: OpenLimits): MemtableOptions {
+  return { initialArenaBytes: initialArenaSize(limits.writeBufferSizeBytes), filter: limits.memtableFilter };
 }

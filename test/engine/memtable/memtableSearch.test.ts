@@ -188,6 +188,8 @@ describe('memtable Bloom filter', () => {
       await expect(Engine.open(path.join(root, 'bad'), { memtableFilter: 'yes' as unknown as boolean })).rejects.toMatchObject({
         code: 'INVALID_ARGUMENT',
       });
+      // Refused with the other options, before anything is created.
+      expect(fs.existsSync(path.join(root, 'bad'))).toBe(false);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }
