@@ -106,7 +106,7 @@ export function isNoSpaceError(err: unknown): boolean {
 
 /** Invariant check: a failed assertion is a bug in this program, never a user error. */
 export function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new Error(`assertion failed: ${message}`);
+  if (!condition) assertionFailed(message);
 }
 
 /**
