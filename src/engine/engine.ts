@@ -59,6 +59,7 @@ import { WriteBatch, WriteBatchVisitor, iterateRecords } from './writeBatch';
 import { MemtableInserter } from './walReplay';
 import { RecoveredEngine, RecoveryReport, openEngine } from './open';
 import { LookupResult, LookupValue, Memtable, MemtableOptions, RangeTombstone } from './memtable/memtable';
+import { KeyHash } from './memtable/memtableFilter';
 import { VersionSet } from './versionSet';
 import { Version, fileMayContain, findFile, compareUserKeyToFileBound } from './version';
 import { TableCache, TableHandle } from './tableCache';
@@ -246,6 +247,8 @@ export class Engine {
   private readonly inserter = new MemtableInserter();
   private readonly scratchBatch = new WriteBatch();
   private readonly lookup: LookupValue = { value: null, seq: 0 };
+  /** get()'s key hash for the memtable filters. */
+  private readonly lookupKeyHash = new KeyHash();
   /** getFromFile's second result when it finds nothing (see there). */
   private coveringSeqAfterFile = 0;
   private readonly seekKeys = new SeekKeyBuilder();
@@ -452,12 +455,13 @@ export class Engine {
     const key = toBytes(keyInput);
     const readSeq = opts?.snapshot?.sequence ?? this.versions.lastSequence;
     const out = this.lookup;
+    const keyHash = this.lookupKeyHash.of(key); // once for every memtable's filter
     let coveringSeq = 0;
     for (let i = this.imms.length; i >= 0; i--) {
       const mem = i === this.imms.length ? this.mem : this.imms[i].mem;
       const tombstones = mem.fragmentedRangeTombstones();
       if (tombstones.count > 0) coveringSeq = Math.max(coveringSeq, maxCoveringSeq(tombstones, key, readSeq));
-      const r = mem.get(key, readSeq, out);
+      const r = mem.get(key, readSeq, out, keyHash);
       if (r !== LookupResult.NotFound) return r === LookupResult.Found && out.seq >= coveringSeq ? Buffer.from(out.value as Buffer) : null;
     }
     const version = this.versions.current;

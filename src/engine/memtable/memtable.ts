@@ -23,7 +23,7 @@
  */
 import { InternalIterator, SeekOptions, TRY_SEEK_USING_NEXT_STEPS } from '../../base/iterator';
 import { INITIAL_ARENA_BYTES, SkipList } from './skiplist';
-import { MemtableFilter } from './memtableFilter';
+import { KeyHash, MemtableFilter } from './memtableFilter';
 import { SeekKeyBuilder, TRAILER_BYTES, ValueType, sequenceOf } from '../../base/internalKey';
 import { compareByteRanges } from '../../base/keyCompare';
 import { assert, assertionFailed } from '../../util/errors';
@@ -62,6 +62,9 @@ const seekKeys = new SeekKeyBuilder();
 function seekKey(userKey: Uint8Array, seq: number): Buffer {
   return seekKeys.build(userKey, seq);
 }
+
+/** get()'s key hash when its caller brings none (one lookup at a time, as above). */
+const scratchKeyHash = new KeyHash();
 
 export class Memtable {
   private readonly points: SkipList;
@@ -102,10 +105,11 @@ export class Memtable {
 
   /**
    * Looks up the newest point entry of `userKey` visible at `readSeq`. On Found, `out.value` is a
-   * view into the arena, valid as long as the memtable is.
+   * view into the arena, valid as long as the memtable is. `keyHash`: the key's filter hash, when
+   * the caller looks the key up in several memtables and hashed it once for all of them.
    */
-  get(userKey: Buffer, readSeq: number, out: LookupValue): LookupResult {
-    if (this.filter !== null && !this.filter.mayContain(userKey)) return LookupResult.NotFound;
+  get(userKey: Buffer, readSeq: number, out: LookupValue, keyHash?: KeyHash): LookupResult {
+    if (this.filter !== null && !this.filter.mayContain(keyHash ?? scratchKeyHash.of(userKey))) return LookupResult.NotFound;
     const target = seekKey(userKey, readSeq);
     const node = this.points.seekGE(target);
     if (node === 0) return LookupResult.NotFound;

@@ -17,7 +17,8 @@
  * buffer, and is not counted toward it (the flush trigger stays the arena's size).
  *
  * Contract: `add` every user key the memtable holds a point entry for (values and deletions);
- * `mayContain` is false only for a key never added. Range deletions are not filtered: the
+ * `mayContain` is false only for a key never added. A lookup hashes its key once (`KeyHash`)
+ * and probes every memtable's filter with that hash. Range deletions are not filtered: the
  * read path applies them separately. Not thread-safe (the engine's event loop is the only user).
  */
 import { fastLocalBloomAddHash, fastLocalBloomHashMayMatch, CACHE_LINE_BYTES } from '../../sstable/bloomFilter';
@@ -30,6 +31,20 @@ export const FILTER_ARENA_DIVISOR = 64;
 const PROBES = 6;
 /** At most 16 MiB, whatever the arena: beyond that a filter misses the CPU caches anyway. */
 const MAX_FILTER_BYTES = 16 * 1024 * 1024;
+
+/** A user key's filter hash, XXPH3-64 in two halves: computed once per lookup, probed per memtable. */
+export class KeyHash {
+  lo = 0;
+  hi = 0;
+
+  /** Hashes `userKey` into this object and returns it. */
+  of(userKey: Uint8Array): this {
+    xxph3(userKey, 0, userKey.length);
+    this.lo = xxph3Result.lo;
+    this.hi = xxph3Result.hi;
+    return this;
+  }
+}
 
 export class MemtableFilter {
   private readonly bits: Uint8Array;
@@ -47,9 +62,8 @@ export class MemtableFilter {
     fastLocalBloomAddHash(xxph3Result.lo, xxph3Result.hi, this.lengthBytes, PROBES, this.bits);
   }
 
-  /** False only if `userKey` was never added. */
-  mayContain(userKey: Uint8Array): boolean {
-    xxph3(userKey, 0, userKey.length);
-    return fastLocalBloomHashMayMatch(xxph3Result.lo, xxph3Result.hi, this.lengthBytes, PROBES, this.bits);
+  /** False only if the key `hash` was made of was never added. */
+  mayContain(hash: KeyHash): boolean {
+    return fastLocalBloomHashMayMatch(hash.lo, hash.hi, this.lengthBytes, PROBES, this.bits);
   }
 }
