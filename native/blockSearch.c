@@ -114,7 +114,7 @@ static int compare_restart(const BlockSearch* s, uint32_t i, int* ok) {
     *ok = 0;
     return 0;
   }
-  s->stats->comparisons++;
+  (*s->comparisons)++;
   return compare_to_target(s, h.keyDelta, h.nonShared);
 }
 
@@ -206,7 +206,7 @@ static int64_t scan_from_restart(const BlockSearch* s, uint32_t below, BlockSeek
     if (read_entry(s, p, 0, r) == NULL) return BLOCK_SEEK_DECLINED;
     if (r->entryOffset == aboveOffset) return r->entryOffset;
     if (userKeyBelow && r->keyLength == previousKeyLength && r->sharedBytes + 8 >= r->keyLength) continue;
-    s->stats->comparisons++;
+    (*s->comparisons)++;
     int c = compare_to_target(s, s->keyOut, r->keyLength);
     if (c >= 0) return r->entryOffset;
     userKeyBelow = c == USER_KEY_BELOW;

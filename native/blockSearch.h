@@ -17,11 +17,6 @@ enum { BLOCK_ORDER_BYTEWISE = 0, BLOCK_ORDER_INTERNAL = 1 };
 /* Value formats, as BlockValueFormat in src/sstable/reader/block.ts. */
 enum { BLOCK_VALUES_RAW = 0, BLOCK_VALUES_HANDLE = 1, BLOCK_VALUES_DELTA_HANDLE = 2 };
 
-/* Counters the search adds to (the caller's perf context). */
-typedef struct {
-  double comparisons;
-} BlockSearchStats;
-
 typedef struct {
   const uint8_t* data;
   uint32_t entriesEnd;
@@ -36,7 +31,8 @@ typedef struct {
   int64_t globalSeqno;
   uint8_t* keyOut;
   size_t keyOutCapacity;
-  BlockSearchStats* stats;
+  /* The search adds the key comparisons it makes here (the caller's perf context). */
+  double* comparisons;
 } BlockSearch;
 
 /* Where the entry found lies; handles only for the handle value formats. */

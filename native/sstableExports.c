@@ -497,17 +497,15 @@ static napi_value block_seek_ge_js(napi_env env, napi_callback_info info) {
     return NULL;
   if (ioLength < IO_LENGTH || !(io[IO_ENTRIES_END] >= 0) || !(io[IO_NUM_RESTARTS] >= 0) ||
       io[IO_ENTRIES_END] + 4 * io[IO_NUM_RESTARTS] > (double)dataBytes || io[IO_ORDER] < 0 || io[IO_ORDER] > 1 ||
-      io[IO_VALUE_FORMAT] < 0 || io[IO_VALUE_FORMAT] > 2 || (io[IO_ORDER] == 1 && targetBytes < 8)) {
-    throw_invalid(env, "blockSeekGE: io describes no block of data, or the target is no internal key");
+      io[IO_VALUE_FORMAT] < 0 || io[IO_VALUE_FORMAT] > 2) {
+    throw_invalid(env, "blockSeekGE: io describes no block of data");
     return NULL;
   }
-  BlockSearchStats stats = {0};
   BlockSearch search = {data, (uint32_t)io[IO_ENTRIES_END], (uint32_t)io[IO_NUM_RESTARTS], target, targetBytes,
                         (int)io[IO_ORDER], (int)io[IO_VALUE_FORMAT], (uint32_t)io[IO_MIN_KEY_BYTES],
-                        (int64_t)io[IO_GLOBAL_SEQNO], keyOut, keyOutBytes, &stats};
+                        (int64_t)io[IO_GLOBAL_SEQNO], keyOut, keyOutBytes, &io[IO_COMPARISONS]};
   BlockSeekResult r = {0};
   int64_t found = block_seek_ge(&search, &r);
-  io[IO_COMPARISONS] += stats.comparisons;
   if (found >= 0) {
     io[IO_OUT + 0] = r.entryOffset;
     io[IO_OUT + 1] = r.keyLength;

@@ -419,14 +419,13 @@ export class BlockIterator implements InternalIterator {
   /**
    * seekGE through native/blockSearch.c: the same binary search and scan, step for step (the same
    * entry, the same comparisons counted), over the block's bytes in one call. False when it
-   * declined (a malformed entry, a key longer than keyBuf, a target too short to be an internal
-   * key): the JavaScript search then runs from the start and grows keyBuf or reports the
+   * declined (a malformed entry, a key longer than keyBuf, a key or target too short for an
+   * internal key's trailer): the JavaScript search then runs from the start and grows keyBuf or reports the
    * corruption with its file and entry. keyBuf's raw bytes are overwritten either way, which
    * the search from a restart point never needs.
    */
   private nativeSeekGE(block: Block, target: Buffer): boolean {
     const internal = this.knownOrder === KnownOrder.Internal;
-    if (internal && target.length < TRAILER_BYTES) return false;
     const io = searchIo;
     io[BlockSearchIo.EntriesEnd] = block.entriesEnd;
     io[BlockSearchIo.NumRestarts] = block.numRestarts;

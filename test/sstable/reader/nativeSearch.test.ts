@@ -208,14 +208,15 @@ describeIfNative('native block search', () => {
     expectSameSearches(native, js, contents, { order, valueFormat, globalSeqno: -1 }, targets, rand);
   });
 
-  test('keys too short for a trailer under internal order are left to the JavaScript search', () => {
+  test('keys and targets too short for a trailer under internal order are left to the JavaScript search', () => {
     // An iterator in internal-key order without `internalKeys` does not check key lengths itself;
     // the native search must not read a trailer that is not there.
     const rand = prng(12);
     const keys = distinctSorted(Array.from({ length: 80 }, () => randomBytes(rand, 1 + Math.floor(rand() * 6))));
     const entries = keys.map((key) => ({ key, value: randomBytes(rand, 5, 26) }));
     const contents = build(entries, 4);
-    const targets = Array.from({ length: 60 }, () => randomBytes(rand, 8 + Math.floor(rand() * 4)));
+    // Targets too, from 1 byte (no trailer at all) to 11.
+    const targets = Array.from({ length: 60 }, () => randomBytes(rand, 1 + Math.floor(rand() * 11)));
     const order = (side: SearchSide) => side.keyCompare.compareInternalKeyRanges;
     const a = new native.block.BlockIterator(native.block.Block.parse(contents, 'short.sst', 0), { order: order(native) });
     const b = new js.block.BlockIterator(js.block.Block.parse(contents, 'short.sst', 0), { order: order(js) });
